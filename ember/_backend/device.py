@@ -1,0 +1,71 @@
+"""``ember.device``: torch's device object. Only the CPU backs tensors today."""
+
+from __future__ import annotations
+
+_KNOWN_TYPES = ("cpu", "cuda", "meta", "mps")
+
+
+class device:
+    """``torch.device('cpu')``, ``torch.device('cuda', 0)``, ``torch.device('cuda:1')``."""
+
+    __slots__ = ("type", "index")
+
+    def __init__(self, type, index: int | None = None):  # noqa: A002 - torch's argument name
+        if isinstance(type, device):
+            self.type, self.index = type.type, type.index
+            return
+        if isinstance(type, int):
+            raise RuntimeError(
+                "ember has no accelerator backend yet: device index "
+                f"{type} needs CUDA (use 'cpu')"
+            )
+        if not isinstance(type, str):
+            raise TypeError(f"device() expected a string or device, but got {type!r}")
+        name, _, idx = type.partition(":")
+        if name not in _KNOWN_TYPES:
+            raise RuntimeError(
+                "Expected one of cpu, cuda, meta, mps device type at start of device string: "
+                f"{type}"
+            )
+        if idx:
+            if index is not None:
+                raise RuntimeError(f"type (string) must not include an index because index was "
+                                   f"passed explicitly: {type}")
+            index = int(idx)
+        self.type = name
+        self.index = index
+
+    def __repr__(self) -> str:
+        if self.index is None:
+            return f"device(type='{self.type}')"
+        return f"device(type='{self.type}', index={self.index})"
+
+    def __str__(self) -> str:
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, str):
+            other = device(other)
+        return isinstance(other, device) and (self.type, self.index) == (other.type, other.index)
+
+    def __hash__(self) -> int:
+        return hash((self.type, self.index))
+
+    def __reduce__(self):
+        return (device, (str(self),))
+
+
+CPU = device("cpu")
+
+
+def to_device(value) -> device:
+    """Resolve a device argument; raise torch's error for a backend ember lacks."""
+    if value is None:
+        return CPU
+    dev = value if isinstance(value, device) else device(value)
+    if dev.type != "cpu":
+        raise AssertionError(
+            f"Torch not compiled with CUDA enabled: ember has no {dev.type} backend yet; "
+            "use device='cpu' (ember.cuda.is_available() is False)"
+        )
+    return CPU

@@ -1,0 +1,667 @@
+"""``Tensor``: a NumPy array plus autograd metadata.
+
+Operators and methods that compute something are declared once in ``ember.ops`` and bound
+here by ``ember.ops._bind``; this module holds the data model: construction, properties,
+conversions and the autograd API (``backward``, ``grad``, hooks, ``detach``).
+"""
+
+from __future__ import annotations
+
+import warnings
+import weakref
+
+import numpy as np
+
+from ._backend import dtypes as _dt
+from ._backend.device import CPU, device, to_device
+from .autograd.grad_mode import state as _grad_state
+from .autograd.graph import AccumulateGrad
+from .utils.hooks import HookDict, add_hook
+
+_new = object.__new__
+
+
+class Size(tuple):
+    """``torch.Size``: a tuple of ints that prints as ``torch.Size([2, 3])``."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"torch.Size({list(self)})"
+
+    def numel(self) -> int:
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __getitem__(self, key):
+        out = tuple.__getitem__(self, key)
+        return Size(out) if isinstance(key, slice) else out
+
+
+class _Extra:
+    """Rarely used per-tensor state, allocated on first use to keep Tensor creation cheap."""
+
+    __slots__ = ("hooks", "retains_grad", "post_acc_hooks", "inference", "name")
+
+    def __init__(self) -> None:
+        self.hooks = None
+        self.retains_grad = False
+        self.post_acc_hooks = None
+        self.inference = False
+        self.name = None
+
+
+NON_LEAF_GRAD_WARNING = (
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
+    "attribute won't be populated during autograd.backward(). If you indeed want the .grad "
+    "field to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. "
+    "If you access the non-leaf Tensor by mistake, make sure you access the leaf Tensor "
+    "instead. See github.com/pytorch/pytorch/pull/30531 for more informations."
+)
+REQUIRES_GRAD_DTYPE_ERROR = "only Tensors of floating point and complex dtype can require gradients"
+
+
+def _make(data: np.ndarray, grad_fn=None) -> Tensor:
+    """Wrap an array (made by an op) as a Tensor: the hot path of every op."""
+    t = _new(Tensor)
+    t._data = data
+    t._grad_fn = grad_fn
+    t._requires_grad = grad_fn is not None
+    t._output_nr = 0
+    t._version = [0]
+    t._grad = None
+    t._base = None
+    t._view = None
+    t._acc = None
+    t._extra = None
+    if _grad_state.inference:
+        t._get_extra().inference = True
+    return t
+
+
+def _make_view_of_output(data: np.ndarray, node, counter: list) -> Tensor:
+    """Rebuild a node's saved output (data and version counter) with the node as grad_fn."""
+    t = _make(data, node)
+    t._version = counter
+    return t
+
+
+def _as_array(data, dtype: _dt.dtype | None) -> np.ndarray:
+    """Array for ``ember.tensor(data)``: torch's inferred dtypes (Python floats -> float32)."""
+    if isinstance(data, Tensor):
+        arr = data._data
+        return arr.copy() if dtype is None else arr.astype(dtype.np)
+    if isinstance(data, np.ndarray):
+        arr = np.array(data, dtype=None if dtype is None else dtype.np, copy=True)
+        if dtype is None:
+            _dt.from_numpy_dtype(arr.dtype)  # reject dtypes torch lacks
+        return arr
+    if isinstance(data, (list, tuple)) and _contains_tensor(data):
+        data = _tensors_to_lists(data)
+    if dtype is not None:
+        return np.array(data, dtype=dtype.np)
+    arr = np.array(data)
+    kind = arr.dtype.kind
+    if kind == "f":
+        if arr.dtype.itemsize == 8 and not _has_numpy_float64(data):
+            return arr.astype(_dt.get_default_dtype().np)
+        return arr
+    if kind == "i" or kind == "u":
+        return arr.astype(np.int64, copy=False) if arr.dtype != np.uint8 else arr
+    if kind == "b":
+        return arr
+    if kind == "c":
+        raise NotImplementedError("complex tensors are not supported by ember yet")
+    if arr.size == 0 and kind != "O":
+        return arr.astype(_dt.get_default_dtype().np)
+    raise TypeError(f"Could not infer dtype of {type(data).__name__}")
+
+
+def _has_numpy_float64(data) -> bool:
+    # torch keeps the dtype of NumPy scalars (np.float64(1.0) -> float64), not of Python floats
+    if isinstance(data, np.generic):
+        return data.dtype == np.float64
+    if isinstance(data, (list, tuple)):
+        return any(_has_numpy_float64(x) for x in data)
+    return False
+
+
+def _contains_tensor(seq) -> bool:
+    return any(isinstance(x, Tensor) or (isinstance(x, (list, tuple)) and _contains_tensor(x))
+               for x in seq)
+
+
+def _tensors_to_lists(seq):
+    return [x.tolist() if isinstance(x, Tensor) else
+            _tensors_to_lists(x) if isinstance(x, (list, tuple)) else x for x in seq]
+
+
+class Tensor:
+    """A multi-dimensional array that can record the operations applied to it.
+
+    ``Tensor(3, 5)`` and ``Tensor([1, 2])`` are torch's legacy constructors (default dtype);
+    ``ember.tensor(data)`` is the usual way to make one.
+    """
+
+    __slots__ = ("_data", "_grad_fn", "_requires_grad", "_output_nr", "_version", "_grad",
+                 "_base", "_view", "_acc", "_extra", "__weakref__")
+
+    __array_priority__ = 1000  # make ndarray + Tensor defer to Tensor.__radd__
+
+    def __new__(cls, *args, **kwargs):
+        device_ = kwargs.pop("device", None)
+        to_device(device_)
+        dtype = _dt.to_dtype(kwargs.pop("dtype")) if "dtype" in kwargs else cls._legacy_dtype()
+        if kwargs:
+            raise TypeError(f"Tensor() got unexpected keyword arguments {sorted(kwargs)}")
+        if len(args) == 1 and not isinstance(args[0], (int, Size)):
+            data = _as_array(args[0], dtype)
+        else:
+            shape = tuple(args[0]) if len(args) == 1 else args
+            if not all(isinstance(s, int) for s in shape):
+                raise TypeError(f"Tensor(): expected a sequence of ints as the size, got {args}")
+            data = np.empty(shape, dtype=dtype.np)
+        t = _make(data)
+        if cls is not Tensor:
+            t = _rewrap(t, cls)
+        return t
+
+    @classmethod
+    def _legacy_dtype(cls) -> _dt.dtype:
+        return _dt.get_default_dtype()
+
+    # ------------------------------------------------------------------ basic properties
+    @property
+    def dtype(self) -> _dt.dtype:
+        return _dt._FROM_NP[self._data.dtype]
+
+    @property
+    def shape(self) -> Size:
+        return Size(self._data.shape)
+
+    def size(self, dim: int | None = None):
+        """The shape as ``torch.Size``, or the length of dimension ``dim``."""
+        if dim is None:
+            return Size(self._data.shape)
+        return self._data.shape[_wrap_dim(dim, self._data.ndim, "size")]
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    def dim(self) -> int:
+        return self._data.ndim
+
+    ndimension = dim
+
+    def numel(self) -> int:
+        return self._data.size
+
+    nelement = numel
+
+    @property
+    def device(self) -> device:
+        return CPU
+
+    @property
+    def is_cuda(self) -> bool:
+        return False
+
+    @property
+    def is_cpu(self) -> bool:
+        return True
+
+    @property
+    def layout(self) -> str:
+        return "torch.strided"
+
+    @property
+    def is_sparse(self) -> bool:
+        return False
+
+    @property
+    def is_quantized(self) -> bool:
+        return False
+
+    @property
+    def is_meta(self) -> bool:
+        return False
+
+    def is_floating_point(self) -> bool:
+        return self._data.dtype.kind == "f"
+
+    def is_complex(self) -> bool:
+        return False
+
+    def is_signed(self) -> bool:
+        return self.dtype.is_signed
+
+    def element_size(self) -> int:
+        return self._data.itemsize
+
+    @property
+    def itemsize(self) -> int:
+        return self._data.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self._data.nbytes
+
+    def stride(self, dim: int | None = None):
+        """Strides in elements, as torch counts them (NumPy counts bytes)."""
+        item = self._data.itemsize
+        strides = tuple(s // item for s in self._data.strides)
+        if dim is None:
+            return strides
+        return strides[_wrap_dim(dim, self._data.ndim, "stride")]
+
+    def is_contiguous(self, memory_format=None) -> bool:
+        return self._data.flags.c_contiguous
+
+    def storage_offset(self) -> int:
+        base = self._storage_root()
+        return (self._data.__array_interface__["data"][0]
+                - base.__array_interface__["data"][0]) // self._data.itemsize
+
+    def _storage_root(self) -> np.ndarray:
+        arr = self._data
+        while isinstance(arr.base, np.ndarray):
+            arr = arr.base
+        return arr
+
+    def data_ptr(self) -> int:
+        return self._data.__array_interface__["data"][0]
+
+    def untyped_storage(self):
+        raise NotImplementedError("ember tensors expose no storage object; use .numpy()")
+
+    @property
+    def _version_value(self) -> int:
+        return self._version[0]
+
+    def is_inference(self) -> bool:
+        return self._extra is not None and self._extra.inference
+
+    def _get_extra(self) -> _Extra:
+        extra = self._extra
+        if extra is None:
+            extra = self._extra = _Extra()
+        return extra
+
+    @property
+    def name(self):
+        return None if self._extra is None else self._extra.name
+
+    # ------------------------------------------------------------------ autograd state
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        self.requires_grad_(value)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        """Set whether a leaf records operations (torch's freezing idiom: ``p.requires_grad_(False)``)."""
+        if self._grad_fn is not None:
+            if requires_grad:
+                return self
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables. If you want to use "
+                "a computed variable in a subgraph that doesn't require differentiation use "
+                "var_no_grad = var.detach()."
+            )
+        if requires_grad and self._data.dtype.kind != "f":
+            raise RuntimeError(REQUIRES_GRAD_DTYPE_ERROR)
+        self._requires_grad = bool(requires_grad)
+        return self
+
+    @property
+    def is_leaf(self) -> bool:
+        """True for tensors not made by a recorded op (all tensors that don't require grad)."""
+        return self._grad_fn is None
+
+    @property
+    def grad_fn(self):
+        return self._grad_fn
+
+    @property
+    def output_nr(self) -> int:
+        return self._output_nr
+
+    @property
+    def grad(self) -> Tensor | None:
+        if self._grad_fn is not None and not (self._extra is not None
+                                              and self._extra.retains_grad):
+            warnings.warn(NON_LEAF_GRAD_WARNING, UserWarning, stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: Tensor | None) -> None:
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of "
+                                f"type {type(value).__name__}")
+            if value._data.dtype != self._data.dtype:
+                raise RuntimeError("assigned grad has data of a different type")
+            if value._data.shape != self._data.shape:
+                raise RuntimeError("assigned grad has data of a different size")
+        self._grad = value
+
+    @grad.deleter
+    def grad(self) -> None:
+        self._grad = None
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._extra is not None and self._extra.retains_grad
+
+    @property
+    def _base_tensor(self) -> Tensor | None:
+        return self._base
+
+    def _is_view(self) -> bool:
+        return self._base is not None
+
+    def _accumulator(self) -> AccumulateGrad:
+        """This leaf's AccumulateGrad node; cached weakly so the graph owns it, as in torch."""
+        acc = self._acc
+        if acc is not None:
+            node = acc()
+            if node is not None:
+                return node
+        node = AccumulateGrad(self)
+        self._acc = weakref.ref(node)
+        return node
+
+    def _edge(self):
+        """The (node, output_nr) a consumer of this tensor links to; (None, 0) if no grad."""
+        if self._grad_fn is not None:
+            return (self._grad_fn, self._output_nr)
+        if self._requires_grad:
+            return (self._accumulator(), 0)
+        return (None, 0)
+
+    @property
+    def data(self) -> Tensor:
+        """The same storage without history (changes to it are not tracked by autograd)."""
+        return _make(self._data)
+
+    @data.setter
+    def data(self, value: Tensor) -> None:
+        if not isinstance(value, Tensor):
+            raise TypeError(f"data must be a Tensor, got {type(value).__name__}")
+        self._data = value._data
+
+    def detach(self) -> Tensor:
+        """A new tensor sharing storage (and version counter), cut from the graph."""
+        t = _make(self._data)
+        t._version = self._version
+        return t
+
+    def detach_(self) -> Tensor:
+        """Cut this tensor from the graph in place: it becomes a leaf that doesn't require grad."""
+        if self._base is not None and self._base._requires_grad:
+            raise RuntimeError(
+                "Can't detach views in-place. Use detach() instead. If you are using "
+                "DistributedDataParallel (DDP) for training, and gradient_as_bucket_view is set "
+                "as True, gradients are views of DDP buckets, and hence detach_() cannot be "
+                "called on these gradients. To fix this error, please refer to the "
+                "Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution."
+            )
+        self._grad_fn = None
+        self._output_nr = 0
+        self._requires_grad = False
+        return self
+
+    def retain_grad(self) -> None:
+        """Keep ``.grad`` for a non-leaf after backward (a no-op on leaves)."""
+        if self._grad_fn is None:
+            if not self._requires_grad:
+                raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+            return
+        extra = self._get_extra()
+        if extra.retains_grad:
+            return
+        extra.retains_grad = True
+        ref = weakref.ref(self)  # the node must not keep its output alive (no cycle)
+
+        def retain(grad):
+            t = ref()
+            if t is None:
+                return
+            if t._grad is None:
+                t._grad = grad.detach().clone() if not grad._requires_grad else grad
+            else:
+                t._grad = t._grad + grad
+
+        self._grad_fn._get_hooks().retain[self._output_nr] = retain
+
+    def register_hook(self, hook):
+        """Call ``hook(grad)`` when this tensor's gradient is computed; it may return a new one."""
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self._grad_fn is not None:
+            return self._grad_fn._register_tensor_prehook(self._output_nr, hook)
+        extra = self._get_extra()
+        if extra.hooks is None:
+            extra.hooks = HookDict()
+        return add_hook(extra.hooks, hook)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """Call ``hook(tensor)`` after this leaf's ``.grad`` has been accumulated."""
+        if self._grad_fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf "
+                               "tensors")
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        extra = self._get_extra()
+        if extra.post_acc_hooks is None:
+            extra.post_acc_hooks = HookDict()
+        return add_hook(extra.post_acc_hooks, hook)
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Accumulate d(self)/d(leaf) into each leaf's ``.grad`` (``torch.Tensor.backward``)."""
+        from .autograd import backward as _backward
+        _backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    # ------------------------------------------------------------------ conversions
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        """The underlying array (shares memory), as ``torch.Tensor.numpy``."""
+        if self._requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
+        return self._data
+
+    def __array__(self, dtype=None, copy=None):
+        if self._requires_grad:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
+        return self._data if dtype is None else self._data.astype(dtype)
+
+    def item(self):
+        """The single value as a Python number."""
+        if self._data.size != 1:
+            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted "
+                               "to Scalar")
+        return self._data.item()
+
+    def tolist(self):
+        return self._data.tolist()
+
+    def __bool__(self) -> bool:
+        if self._data.size != 1:
+            raise RuntimeError(f"Boolean value of Tensor with {'no' if self._data.size == 0 else 'more than one'} "
+                               "values is ambiguous")
+        return bool(self._data)
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self._data.dtype.kind not in "iub" or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an "
+                            "index")
+        return int(self._data.item())
+
+    def __complex__(self) -> complex:
+        return complex(self.item())
+
+    def __len__(self) -> int:
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(self.unbind(0))
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __repr__(self) -> str:
+        from ._tensor_str import tensor_repr
+        return tensor_repr(self)
+
+    def __format__(self, spec: str) -> str:
+        if self._data.ndim == 0 and spec:
+            return self.item().__format__(spec)
+        return object.__format__(self, spec) if spec else repr(self)
+
+    def __reduce_ex__(self, protocol):
+        return (_rebuild, (self._data, self._requires_grad))
+
+    def __deepcopy__(self, memo):
+        if self._grad_fn is not None:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) "
+                               "support the deepcopy protocol at the moment. If you were "
+                               "attempting to deepcopy a module, this may be because of a "
+                               "torch.nn.utils.weight_norm usage, see "
+                               "https://github.com/pytorch/pytorch/pull/103001")
+        t = _make(self._data.copy())
+        t._requires_grad = self._requires_grad
+        if self._grad is not None:
+            t._grad = self._grad.__deepcopy__(memo)
+        if type(self) is not Tensor:
+            t = _rewrap(t, type(self))
+        memo[id(self)] = t
+        return t
+
+    # ------------------------------------------------------------------ dtype / device moves
+    def to(self, *args, **kwargs) -> Tensor:
+        """``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other)``; self if unchanged."""
+        dtype = kwargs.pop("dtype", None)
+        dev = kwargs.pop("device", None)
+        copy = kwargs.pop("copy", False)
+        kwargs.pop("non_blocking", None)
+        kwargs.pop("memory_format", None)
+        if kwargs:
+            raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+        for a in args:
+            if isinstance(a, Tensor):
+                dtype = a.dtype
+            elif isinstance(a, (_dt.dtype, type)) or (isinstance(a, str) and a in _dt.ALIASES):
+                dtype = a
+            elif isinstance(a, (str, device)):
+                dev = a
+            elif isinstance(a, bool):
+                continue
+            else:
+                raise TypeError(f"to() received an invalid combination of arguments: {args}")
+        to_device(dev)
+        if dtype is None or _dt.to_dtype(dtype).np == self._data.dtype:
+            return self.clone() if copy else self
+        return self._cast(_dt.to_dtype(dtype))
+
+    def _cast(self, dtype: _dt.dtype) -> Tensor:
+        from .ops.elementwise import to_dtype
+        return to_dtype(self, dtype)
+
+    def cpu(self) -> Tensor:
+        return self
+
+    def cuda(self, device=None, non_blocking: bool = False) -> Tensor:
+        to_device("cuda")
+        return self
+
+    def type(self, dtype=None, non_blocking: bool = False):
+        """No argument: the legacy type name ('torch.FloatTensor'); else a cast to that type."""
+        if dtype is None:
+            return "torch." + self.dtype._legacy
+        return self.to(_dt.to_dtype(dtype))
+
+    def type_as(self, other: Tensor) -> Tensor:
+        return self.to(other.dtype)
+
+    def float(self) -> Tensor:
+        return self.to(_dt.float32)
+
+    def double(self) -> Tensor:
+        return self.to(_dt.float64)
+
+    def half(self) -> Tensor:
+        return self.to(_dt.float16)
+
+    def long(self) -> Tensor:
+        return self.to(_dt.int64)
+
+    def int(self) -> Tensor:
+        return self.to(_dt.int32)
+
+    def short(self) -> Tensor:
+        return self.to(_dt.int16)
+
+    def char(self) -> Tensor:
+        return self.to(_dt.int8)
+
+    def byte(self) -> Tensor:
+        return self.to(_dt.uint8)
+
+    def bool(self) -> Tensor:
+        return self.to(_dt.bool_)
+
+    @property
+    def T(self) -> Tensor:
+        if self._data.ndim > 2:
+            warnings.warn("The use of `x.T` on tensors of dimension other than 2 to reverse "
+                          "their shape is deprecated and it will throw an error in a future "
+                          "release. Consider `x.mT` to transpose batches of matrices or "
+                          "`x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the "
+                          "dimensions of a tensor.", UserWarning, stacklevel=2)
+        return self.permute(*range(self._data.ndim - 1, -1, -1))
+
+    @property
+    def mT(self) -> Tensor:
+        if self._data.ndim < 2:
+            raise RuntimeError(f"tensor.mT is only supported on matrices or batches of "
+                               f"matrices. Got {self._data.ndim}-D tensor.")
+        return self.transpose(-2, -1)
+
+
+def _rebuild(data: np.ndarray, requires_grad: bool) -> Tensor:
+    t = _make(data)
+    t._requires_grad = requires_grad
+    return t
+
+
+def _rewrap(t: Tensor, cls: type) -> Tensor:
+    """Re-home a freshly made Tensor's fields in an instance of a Tensor subclass."""
+    out = _new(cls)
+    for slot in Tensor.__slots__[:-1]:
+        setattr(out, slot, getattr(t, slot))
+    return out
+
+
+def _wrap_dim(dim: int, ndim: int, op: str = "") -> int:
+    """Torch's negative-dim wrapping with its IndexError wording."""
+    n = ndim if ndim > 0 else 1
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
+                         f"but got {dim})")
+    return dim + n if dim < 0 else dim

@@ -1,0 +1,264 @@
+"""Custom differentiable functions: ``ember.autograd.Function`` with torch's ``ctx`` API.
+
+Subclassing ``Function`` creates a node class named ``<Name>Backward``; ``apply`` runs
+``forward`` under no_grad, and the node is the ``ctx``: ``save_for_backward``,
+``saved_tensors``, ``needs_input_grad``, ``mark_dirty``, ``mark_non_differentiable``,
+``set_materialize_grads``. The engine runs these nodes exactly like built-in ops.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from .._tensor import Tensor, _make
+from .anomaly_mode import AnomalyMode, capture_trace
+from .grad_mode import no_grad
+from .grad_mode import state as _grad_state
+from .graph import FREED_MESSAGE, Node, _modified_error, next_sequence_nr
+
+
+class FunctionCtx:
+    """What ``forward`` can tell ``backward`` (also usable on its own, as in torch)."""
+
+    def save_for_backward(self, *tensors) -> None:
+        for t in tensors:
+            if t is not None and not isinstance(t, Tensor):
+                raise TypeError("save_for_backward can only save variables, but argument "
+                                f"{tensors.index(t)} is of type {type(t).__name__}")
+        self._to_save = tensors
+
+    def save_for_forward(self, *tensors) -> None:
+        self._saved_for_forward = tensors
+
+    def mark_dirty(self, *tensors) -> None:
+        self._dirty = tensors
+
+    def mark_non_differentiable(self, *tensors) -> None:
+        self._non_differentiable = tensors
+
+    def set_materialize_grads(self, value: bool) -> None:
+        self.materialize_grads = bool(value)
+
+
+class BackwardCFunction(Node, FunctionCtx):
+    """The node (and ctx) of one call of a custom Function."""
+
+    _forward_cls: type = None
+
+    def name(self) -> str:
+        return type(self).__name__
+
+    @property
+    def saved_tensors(self) -> tuple:
+        saved = self._saved
+        if saved is None:
+            raise RuntimeError(FREED_MESSAGE)
+        out = []
+        for entry, version in zip(saved, self._saved_versions):
+            if entry is None:
+                out.append(None)
+            elif isinstance(entry, Tensor):
+                if entry._version[0] != version:
+                    raise _modified_error(entry, version)
+                out.append(entry)
+            else:  # one of our own outputs, kept as (data, counter, output_nr): no cycle
+                data, counter, nr = entry
+                if counter[0] != version:
+                    raise _modified_error(None, version, data=data, node=self,
+                                          current=counter[0])
+                t = _make(data, self)
+                t._version = counter
+                t._output_nr = nr
+                out.append(t)
+        return tuple(out)
+
+    @property
+    def saved_variables(self) -> tuple:
+        return self.saved_tensors
+
+    def backward(self, *grads):
+        if self.materialize_grads:
+            grads = tuple(_make(np.zeros(m[0], dtype=m[1])) if g is None else g
+                          for g, m in zip(grads, self._out_meta))
+        result = self._forward_cls.backward(self, *grads)
+        if not isinstance(result, tuple):
+            result = (result,)
+        n = len(self.needs_input_grad)
+        if len(result) != n:
+            if len(result) > n and all(r is None for r in result[n:]):
+                result = result[:n]
+            else:
+                raise RuntimeError(f"function {self.name()} returned an incorrect number of "
+                                   f"gradients (expected {n}, got {len(result)})")
+        return tuple(result[i] for i in self._tensor_args)
+
+    def _release(self) -> None:
+        self._saved = None
+
+
+class FunctionMeta(type):
+    """Gives each Function subclass its own node class, ``<Name>Backward``."""
+
+    def __init__(cls, name, bases, attrs):
+        cls._backward_cls = type(name + "Backward", (BackwardCFunction,),
+                                 {"_forward_cls": cls, "__module__": cls.__module__})
+        super().__init__(name, bases, attrs)
+
+
+class Function(FunctionCtx, metaclass=FunctionMeta):
+    """Base for custom ops: define static ``forward(ctx, ...)`` and ``backward(ctx, *grads)``.
+
+    ``forward`` may instead take only the inputs, with a static ``setup_context(ctx, inputs,
+    output)`` filling the ctx (torch 2's style).
+    """
+
+    def __init__(self, *args, **kwargs) -> None:
+        pass
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(
+            "Legacy autograd function with non-static forward method is deprecated. Please use "
+            "new-style autograd function with static forward method. (Example: "
+            "https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function)")
+
+    @staticmethod
+    def forward(ctx, *args, **kwargs):
+        raise NotImplementedError("You must implement the forward function for custom "
+                                  "autograd.Function.")
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        raise NotImplementedError("setup_context is not implemented.")
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        raise NotImplementedError("You must implement either the backward or vjp method for "
+                                  "your custom autograd.Function to use it with backward mode "
+                                  "AD.")
+
+    vjp = backward
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        """Run ``forward`` and, if any tensor input requires grad, record this function's node."""
+        node = cls._backward_cls.__new__(cls._backward_cls)
+        grad_on = _grad_state.grad_enabled
+        needs = tuple(grad_on and isinstance(a, Tensor) and a._requires_grad for a in args)
+        node.needs_input_grad = needs
+        node._to_save = ()
+        node._dirty = ()
+        node._non_differentiable = ()
+        node.materialize_grads = True
+        node._hooks = None
+        node._saved = ()
+        node._saved_versions = ()
+        node._saved_out = None
+        uses_setup = cls.setup_context is not Function.setup_context
+        with no_grad():
+            if uses_setup:
+                output = cls.forward(*args, **kwargs)
+                cls.setup_context(node, args, output)
+            else:
+                output = cls.forward(node, *args, **kwargs)
+        is_tuple = isinstance(output, tuple)
+        outputs = list(output) if is_tuple else [output]
+        recording = any(needs)
+        dirty = {id(t) for t in node._dirty}
+        non_diff = {id(t) for t in node._non_differentiable}
+        arg_ids = {id(a) for a in args if isinstance(a, Tensor)}
+
+        if recording:
+            node._tensor_args = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor))
+            tensor_args = [args[i] for i in node._tensor_args]
+            node.next_functions = tuple(a._edge() for a in tensor_args)
+            node._in_meta = tuple((a._data.shape, a._data.dtype) for a in tensor_args)
+            node._sequence_nr = next_sequence_nr()
+            node._trace = capture_trace() if AnomalyMode.enabled else None
+            node._num_outputs = len(outputs)
+            node._out_meta = [(o._data.shape, o._data.dtype) if isinstance(o, Tensor)
+                              else ((), np.float32) for o in outputs]
+
+        for i, o in enumerate(outputs):
+            if not isinstance(o, Tensor):
+                continue
+            if id(o) in dirty:
+                if recording and o._requires_grad and o._grad_fn is None and grad_on:
+                    raise RuntimeError("a leaf Variable that requires grad has been used in an "
+                                       "in-place operation.")
+                o._version[0] += 1
+            elif id(o) in arg_ids:
+                alias = _make(o._data)  # torch returns a view of an input returned as is
+                alias._version = o._version
+                o = outputs[i] = alias
+            if recording and id(o) not in non_diff and o._data.dtype.kind == "f":
+                o._grad_fn = node
+                o._output_nr = i
+                o._requires_grad = True
+            elif id(o) in non_diff:
+                o._requires_grad = False
+
+        if recording:
+            out_ids = {id(o): i for i, o in enumerate(outputs) if isinstance(o, Tensor)}
+            saved, versions = [], []
+            for t in node._to_save:
+                if t is None:
+                    saved.append(None)
+                    versions.append(None)
+                elif id(t) in out_ids and t._grad_fn is node:
+                    saved.append((t._data, t._version, out_ids[id(t)]))
+                    versions.append(t._version[0])
+                else:
+                    saved.append(t)
+                    versions.append(t._version[0])
+            node._saved = tuple(saved)
+            node._saved_versions = tuple(versions)
+        else:
+            node._saved = tuple(node._to_save)
+            node._saved_versions = tuple(t._version[0] if t is not None else None
+                                         for t in node._to_save)
+        node._to_save = ()
+        return tuple(outputs) if is_tuple else outputs[0]
+
+
+class InplaceFunction(Function):
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
+
+
+class _DelayedError(Function):
+    """Stands in for the gradient of a once_differentiable backward: differentiating it fails."""
+
+    @staticmethod
+    def forward(ctx, msg, output, *grad_inputs):
+        ctx.msg = msg
+        return output.clone()
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise RuntimeError(ctx.msg)
+
+
+def once_differentiable(fn):
+    """Run ``backward`` under no_grad; its results cannot be differentiated again."""
+
+    @functools.wraps(fn)
+    def wrapper(ctx, *args):
+        with no_grad():
+            outputs = fn(ctx, *args)
+        if not _grad_state.grad_enabled:
+            return outputs
+        if not any(isinstance(a, Tensor) and a._requires_grad for a in args):
+            return outputs
+        single = not isinstance(outputs, tuple)
+        outs = (outputs,) if single else outputs
+        msg = ("trying to differentiate twice a function that was marked with "
+               "@once_differentiable")
+        links = [a for a in args if isinstance(a, Tensor) and a._requires_grad]
+        wrapped = tuple(_DelayedError.apply(msg, o, *links) if isinstance(o, Tensor) else o
+                        for o in outs)
+        return wrapped[0] if single else wrapped
+
+    return wrapper

@@ -1,0 +1,146 @@
+"""Backward-graph nodes: ``Node`` (what ``grad_fn`` is), ``AccumulateGrad``, saved tensors, hooks.
+
+A node holds edges to the nodes of its inputs (``next_functions``, as ``(node, output_nr)``
+pairs, ``(None, 0)`` for an input that needs no grad) and what its backward needs. It never
+holds its own outputs: a saved output is kept as its array and rebuilt on unpack, so graphs
+have no reference cycles and a dropped graph is freed at once, without the garbage collector.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+
+from ..utils.hooks import HookDict, add_hook
+
+_sequence = itertools.count()
+next_sequence_nr = _sequence.__next__
+
+FREED_MESSAGE = (
+    "Trying to backward through the graph a second time (or directly access saved tensors "
+    "after they have already been freed). Saved intermediate values of the graph are freed "
+    "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
+    "backward through the graph a second time or if you need to access saved tensors after "
+    "calling backward."
+)
+
+
+class _NodeHooks:
+    __slots__ = ("pre", "post", "tensor_pre", "retain")
+
+    def __init__(self) -> None:
+        self.pre = HookDict()          # fn(grad_outputs) -> new grad_outputs | None
+        self.post = HookDict()         # fn(grad_inputs, grad_outputs) -> new grad_inputs | None
+        self.tensor_pre = {}           # output_nr -> HookDict of fn(grad) -> grad | None
+        self.retain = {}               # output_nr -> fn(grad): retain_grad, run after the rest
+
+
+class Node:
+    """A function in the backward graph. ``name()`` is torch's name, e.g. ``MulBackward0``."""
+
+    __slots__ = ("next_functions", "_sequence_nr", "_in_meta", "_saved", "_saved_versions",
+                 "_saved_out", "_hooks", "_trace", "__weakref__")
+
+    def name(self) -> str:
+        return type(self).__name__
+
+    def __repr__(self) -> str:
+        return f"<{self.name()} object at {hex(id(self))}>"
+
+    # The engine calls this with one gradient per output (None where none flowed).
+    def backward(self, *grads):
+        raise NotImplementedError(f"Differentiation rule for '{self.name()}' is not implemented")
+
+    def _release(self) -> None:
+        """Free what backward needed; a second backward then raises FREED_MESSAGE."""
+        self._saved = None
+        self._saved_out = None
+
+    # --- hooks (torch.autograd.graph.Node API) ---
+    def _get_hooks(self) -> _NodeHooks:
+        hooks = self._hooks
+        if hooks is None:
+            hooks = self._hooks = _NodeHooks()
+        return hooks
+
+    def register_hook(self, fn):
+        """``fn(grad_inputs, grad_outputs)`` after this node runs; may return new grad_inputs."""
+        return add_hook(self._get_hooks().post, fn)
+
+    def register_prehook(self, fn):
+        """``fn(grad_outputs)`` before this node runs; may return new grad_outputs."""
+        return add_hook(self._get_hooks().pre, fn)
+
+    def _register_tensor_prehook(self, output_nr: int, fn):
+        hooks = self._get_hooks().tensor_pre
+        registry = hooks.get(output_nr)
+        if registry is None:
+            registry = hooks[output_nr] = HookDict()
+        return add_hook(registry, fn)
+
+    @property
+    def metadata(self) -> dict:
+        return {}
+
+    # --- saved tensors ---
+    def _check_saved(self) -> tuple:
+        saved = self._saved
+        if saved is None:
+            raise RuntimeError(FREED_MESSAGE)
+        for t, version in zip(saved, self._saved_versions):
+            if version is not None and t._version[0] != version:
+                raise _modified_error(t, version)
+        return saved
+
+    def _unpack_output(self):
+        saved = self._saved_out
+        if saved is None:
+            raise RuntimeError(FREED_MESSAGE)
+        data, counter = saved
+        if counter[0] != 0:
+            raise _modified_error(None, 0, data=data, node=self, current=counter[0])
+        from .._tensor import _make_view_of_output
+        return _make_view_of_output(data, self, counter)
+
+
+def _modified_error(t, expected: int, data=None, node=None, current=None) -> RuntimeError:
+    if t is not None:
+        data, node, current = t._data, t._grad_fn, t._version[0]
+        where = f", which is output {t._output_nr} of {node.name()}," if node is not None else ""
+    else:
+        where = f", which is output 0 of {node.name()},"
+    from .._backend import from_numpy_dtype
+    dtype = from_numpy_dtype(data.dtype)
+    shape = ", ".join(str(s) for s in data.shape)
+    return RuntimeError(
+        "one of the variables needed for gradient computation has been modified by an inplace "
+        f"operation: [torch.{dtype._legacy} [{shape}]]{where} is at version {current}; expected "
+        f"version {expected} instead. Hint: enable anomaly detection to find the operation "
+        "that failed to compute its gradient, with torch.autograd.set_detect_anomaly(True)."
+    )
+
+
+class AccumulateGrad(Node):
+    """Sink for a leaf that requires grad: adds incoming gradients into ``variable.grad``."""
+
+    __slots__ = ("variable",)
+
+    def __init__(self, variable) -> None:
+        self.variable = variable
+        self.next_functions = ()
+        self._sequence_nr = sys.maxsize  # torch runs these as soon as they are ready
+        self._in_meta = None
+        self._saved = ()
+        self._saved_versions = ()
+        self._saved_out = None
+        self._hooks = None
+        self._trace = None
+
+    def name(self) -> str:
+        return "torch::autograd::AccumulateGrad"
+
+    def __repr__(self) -> str:
+        return f"<AccumulateGrad object at {hex(id(self))}>"
+
+    def _release(self) -> None:
+        pass

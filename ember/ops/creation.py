@@ -1,0 +1,266 @@
+"""Tensor factories: tensor, as_tensor, from_numpy, zeros/ones/full/empty(+_like), eye,
+arange, linspace, rand/randn/randint(+_like), with torch's dtype inference and arguments."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._backend import dtypes as _dt
+from .._backend.device import to_device
+from .._tensor import REQUIRES_GRAD_DTYPE_ERROR, Size, Tensor, _as_array, _make
+from ..random import rng
+
+
+def _finish(data: np.ndarray, requires_grad: bool, device=None) -> Tensor:
+    to_device(device)
+    t = _make(data)
+    if requires_grad:
+        if data.dtype.kind != "f":
+            raise RuntimeError(REQUIRES_GRAD_DTYPE_ERROR[0].upper() + REQUIRES_GRAD_DTYPE_ERROR[1:])
+        t._requires_grad = True
+    return t
+
+
+def _size(size, op: str) -> tuple:
+    if len(size) == 1 and isinstance(size[0], (tuple, list, Size)):
+        size = tuple(size[0])
+    out = []
+    for s in size:
+        if isinstance(s, Tensor):
+            s = int(s.item())
+        if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
+            raise TypeError(f"{op}(): argument 'size' (position 1) must be tuple of ints, but "
+                            f"found element of type {type(s).__name__} at pos {len(out)}")
+        if s < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: "
+                               f"{list(size)}")
+        out.append(int(s))
+    return tuple(out)
+
+
+def _float_dtype(dtype) -> np.dtype:
+    return _dt.to_dtype(dtype).np if dtype is not None else _dt.get_default_dtype().np
+
+
+def tensor(data, *, dtype=None, device=None, requires_grad: bool = False,
+           pin_memory: bool = False) -> Tensor:
+    """``torch.tensor``: copy ``data`` (Python floats become float32, ints int64)."""
+    if isinstance(data, Tensor):
+        import warnings
+        warnings.warn("To copy construct from a tensor, it is recommended to use "
+                      "sourceTensor.detach().clone() or "
+                      "sourceTensor.detach().clone().requires_grad_(True), rather than "
+                      "torch.tensor(sourceTensor).", UserWarning, stacklevel=2)
+    arr = _as_array(data, _dt.to_dtype(dtype) if dtype is not None else None)
+    return _finish(arr, requires_grad, device)
+
+
+def as_tensor(data, dtype=None, device=None) -> Tensor:
+    """``torch.as_tensor``: share memory with a Tensor or ndarray when no conversion is needed."""
+    dt = _dt.to_dtype(dtype) if dtype is not None else None
+    if isinstance(data, Tensor):
+        return data if dt is None else data.to(dt)
+    if isinstance(data, np.ndarray) and (dt is None or dt.np == data.dtype):
+        _dt.from_numpy_dtype(data.dtype)
+        return _finish(data, False, device)
+    return _finish(_as_array(data, dt), False, device)
+
+
+def from_numpy(ndarray: np.ndarray) -> Tensor:
+    """``torch.from_numpy``: a tensor sharing the array's memory (changes show in both)."""
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    _dt.from_numpy_dtype(ndarray.dtype)
+    return _make(ndarray)
+
+
+def _filled(size, fill, dtype, device, requires_grad, op):
+    shape = _size(size, op)
+    return _finish(np.full(shape, fill, dtype=_float_dtype(dtype)), requires_grad, device)
+
+
+def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False) -> Tensor:
+    """``torch.zeros``."""
+    return _filled(size, 0, dtype, device, requires_grad, "zeros")
+
+
+def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False) -> Tensor:
+    """``torch.ones``."""
+    return _filled(size, 1, dtype, device, requires_grad, "ones")
+
+
+def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False,
+          pin_memory=False, memory_format=None) -> Tensor:
+    """``torch.empty``: uninitialised memory."""
+    shape = _size(size, "empty")
+    return _finish(np.empty(shape, dtype=_float_dtype(dtype)), requires_grad, device)
+
+
+def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None,
+         requires_grad=False) -> Tensor:
+    """``torch.full``: dtype inferred from ``fill_value`` (bool, int64 or the default float)."""
+    if isinstance(fill_value, Tensor):
+        fill_value = fill_value.item()
+    if dtype is None:
+        dtype = _dt._scalar_dtype(fill_value)
+    shape = _size((size,) if not isinstance(size, int) else (size,), "full")
+    return _finish(np.full(shape, fill_value, dtype=_dt.to_dtype(dtype).np), requires_grad,
+                   device)
+
+
+def _like(input: Tensor, dtype):
+    return _dt.to_dtype(dtype).np if dtype is not None else input._data.dtype
+
+
+def zeros_like(input: Tensor, *, dtype=None, layout=None, device=None, requires_grad=False,
+               memory_format=None) -> Tensor:
+    return _finish(np.zeros(input._data.shape, dtype=_like(input, dtype)), requires_grad, device)
+
+
+def ones_like(input: Tensor, *, dtype=None, layout=None, device=None, requires_grad=False,
+              memory_format=None) -> Tensor:
+    return _finish(np.ones(input._data.shape, dtype=_like(input, dtype)), requires_grad, device)
+
+
+def empty_like(input: Tensor, *, dtype=None, layout=None, device=None, requires_grad=False,
+               memory_format=None) -> Tensor:
+    return _finish(np.empty(input._data.shape, dtype=_like(input, dtype)), requires_grad, device)
+
+
+def full_like(input: Tensor, fill_value, *, dtype=None, layout=None, device=None,
+              requires_grad=False, memory_format=None) -> Tensor:
+    return _finish(np.full(input._data.shape, fill_value, dtype=_like(input, dtype)),
+                   requires_grad, device)
+
+
+def eye(n: int, m: int | None = None, *, out=None, dtype=None, layout=None, device=None,
+        requires_grad=False) -> Tensor:
+    """``torch.eye``: an n x m identity matrix."""
+    if n < 0:
+        raise RuntimeError(f"n must be greater or equal to 0, got {n}")
+    return _finish(np.eye(n, n if m is None else m, dtype=_float_dtype(dtype)), requires_grad,
+                   device)
+
+
+def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None,
+           requires_grad=False) -> Tensor:
+    """``torch.arange``: int64 for integer arguments, else the default float dtype."""
+    if end is None:
+        start, end = 0, start
+    vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
+    start, end, step = vals
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if (end - start) * step < 0:
+        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+    if dtype is None:
+        dt = np.int64 if all(isinstance(v, int) for v in vals) else _dt.get_default_dtype().np
+    else:
+        dt = _dt.to_dtype(dtype).np
+    n = max(math.ceil((end - start) / step), 0)
+    data = (start + step * np.arange(n, dtype=np.float64)) if np.dtype(dt).kind == "f" else \
+        np.arange(start, end, step)
+    return _finish(np.asarray(data).astype(dt), requires_grad, device)
+
+
+def linspace(start, end, steps: int, *, out=None, dtype=None, layout=None, device=None,
+             requires_grad=False) -> Tensor:
+    """``torch.linspace``, computed as torch does (symmetric halves in the output dtype)."""
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    dt = _float_dtype(dtype)
+    if np.dtype(dt).kind != "f":
+        data = np.linspace(start, end, steps).astype(dt)
+        return _finish(data, requires_grad, device)
+    s, e = dt.type(start), dt.type(end)
+    if steps == 1:
+        return _finish(np.array([s], dtype=dt), requires_grad, device)
+    step = (e - s) / dt.type(steps - 1)
+    idx = np.arange(steps)
+    half = steps // 2
+    lo = s + step * idx[:half].astype(dt)
+    hi = e - step * (steps - idx[half:] - 1).astype(dt)
+    return _finish(np.concatenate([lo, hi]).astype(dt), requires_grad, device)
+
+
+def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=None,
+             requires_grad=False) -> Tensor:
+    lin = linspace(start, end, steps, dtype=dtype)
+    return _finish(np.power(base, lin._data).astype(lin._data.dtype), requires_grad, device)
+
+
+def _random_floats(kind: str, size, generator, dtype, device, requires_grad, op):
+    shape = _size(size, op)
+    dt = _float_dtype(dtype)
+    if np.dtype(dt).kind != "f":
+        raise RuntimeError(f"\"{'normal' if kind == 'n' else 'uniform'}_kernel_cpu\" not "
+                           f"implemented for '{_dt.from_numpy_dtype(dt)._legacy[:-6]}'")
+    gen = rng(generator)
+    work = dt if dt in (np.float32, np.float64) else np.float32
+    data = gen.standard_normal(shape, dtype=work) if kind == "n" else gen.random(shape,
+                                                                                 dtype=work)
+    return _finish(data.astype(dt, copy=False), requires_grad, device)
+
+
+def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None,
+         requires_grad=False) -> Tensor:
+    """``torch.rand``: uniform on [0, 1)."""
+    return _random_floats("u", size, generator, dtype, device, requires_grad, "rand")
+
+
+def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
+          requires_grad=False) -> Tensor:
+    """``torch.randn``: standard normal."""
+    return _random_floats("n", size, generator, dtype, device, requires_grad, "randn")
+
+
+def randint(*args, generator=None, out=None, dtype=None, layout=None, device=None,
+            requires_grad=False, size=None) -> Tensor:
+    """``torch.randint(high, size)`` or ``torch.randint(low, high, size)``: int64 by default."""
+    args = list(args)
+    if size is None:
+        if not args or not isinstance(args[-1], (tuple, list, Size)):
+            raise TypeError("randint() missing required argument 'size'")
+        size = args.pop()
+    if len(args) == 1:
+        low, high = 0, args[0]
+    elif len(args) == 2:
+        low, high = args
+    else:
+        raise TypeError("randint() expects (high, size) or (low, high, size)")
+    if low >= high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= "
+                           f"to={high}")
+    shape = _size((size,), "randint")
+    dt = _dt.to_dtype(dtype).np if dtype is not None else np.int64
+    data = rng(generator).integers(low, high, shape, dtype=np.int64).astype(dt)
+    return _finish(data, requires_grad, device)
+
+
+def rand_like(input: Tensor, *, dtype=None, device=None, requires_grad=False,
+              memory_format=None) -> Tensor:
+    return rand(input._data.shape, dtype=dtype or input.dtype, requires_grad=requires_grad)
+
+
+def randn_like(input: Tensor, *, dtype=None, device=None, requires_grad=False,
+               memory_format=None) -> Tensor:
+    return randn(input._data.shape, dtype=dtype or input.dtype, requires_grad=requires_grad)
+
+
+def randint_like(input: Tensor, low=0, high=None, *, dtype=None, device=None,
+                 requires_grad=False, memory_format=None) -> Tensor:
+    if high is None:
+        low, high = 0, low
+    return randint(low, high, input._data.shape, dtype=dtype or input.dtype)
+
+
+def randperm(n: int, *, generator=None, dtype=None, device=None,
+             requires_grad=False) -> Tensor:
+    dt = _dt.to_dtype(dtype).np if dtype is not None else np.int64
+    return _finish(rng(generator).permutation(n).astype(dt), requires_grad, device)
+
+
+def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return _finish(np.asarray(s, dtype=_float_dtype(dtype)), requires_grad, device)

@@ -1,0 +1,793 @@
+"""Elementwise ops: arithmetic, powers, exp/log, trigonometry, activations, clamp, casts.
+
+Each class is one op: its forward (NumPy) beside its derivative (ember ops, so higher-order
+gradients work). Public functions below follow torch's signatures.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._backend import dtypes as _dt
+from .._tensor import Tensor, _make
+from ._op import BinaryOp, Op, apply1, promote
+
+# --------------------------------------------------------------------------- binary arithmetic
+
+
+class AddBackward0(BinaryOp):
+    """add(input, other, alpha): d/dinput = grad, d/dother = alpha * grad."""
+
+    __slots__ = ("alpha",)
+
+    def forward(self, a, b, alpha=1):
+        self.alpha = alpha
+        return a + b if alpha == 1 else a + alpha * b
+
+    def backward(self, grad):
+        return grad, (grad if self.alpha == 1 else grad * self.alpha)
+
+
+class SubBackward0(BinaryOp):
+    """sub(input, other, alpha): d/dinput = grad, d/dother = -alpha * grad."""
+
+    __slots__ = ("alpha",)
+
+    def forward(self, a, b, alpha=1):
+        self.alpha = alpha
+        return a - b if alpha == 1 else a - alpha * b
+
+    def backward(self, grad):
+        return grad, (-grad if self.alpha == 1 else grad * -self.alpha)
+
+
+class RsubBackward1(BinaryOp):
+    """rsub(input, other) = other - input (``2 - x``): d/dinput = -grad."""
+
+    __slots__ = ()
+
+    def forward(self, a, b):
+        return b - a
+
+    def backward(self, grad):
+        return -grad, grad
+
+
+class MulBackward0(BinaryOp):
+    """mul(input, other): d/dinput = grad * other, d/dother = grad * input."""
+
+    __slots__ = ()
+    save_inputs = (0, 1)
+
+    def forward(self, a, b):
+        return a * b
+
+    def backward(self, grad):
+        a, b = self.saved()
+        return (grad * b if self.needs_grad(0) else None,
+                grad * a if self.needs_grad(1) else None)
+
+
+class DivBackward0(BinaryOp):
+    """div(input, other): d/dinput = grad / other, d/dother = -grad * input / other**2."""
+
+    __slots__ = ()
+    save_inputs = (0, 1)
+    int_to_float = True
+
+    def forward(self, a, b):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return a / b
+
+    def backward(self, grad):
+        a, b = self.saved()
+        ga = grad / b if self.needs_grad(0) else None
+        gb = -grad * a / (b * b) if self.needs_grad(1) else None
+        return ga, gb
+
+
+class DivBackward1(BinaryOp):
+    """div(input, other, rounding_mode='trunc'|'floor'): zero gradient almost everywhere."""
+
+    __slots__ = ("mode",)
+
+    def forward(self, a, b, mode):
+        self.mode = mode
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if mode == "floor":
+                if a.dtype.kind in "iu" if isinstance(a, np.ndarray) else isinstance(a, int):
+                    return np.floor_divide(a, b)
+                return np.floor(np.true_divide(a, b))
+            q = np.true_divide(a, b)
+            out = np.trunc(q)
+            dt = np.result_type(a, b)
+            return out.astype(dt) if dt.kind in "iu" else out
+
+    def backward(self, grad):
+        return grad * 0, grad * 0
+
+
+class PowBackward0(Op):
+    """pow(input, exponent: scalar): d/dinput = grad * exponent * input ** (exponent - 1)."""
+
+    __slots__ = ("exponent",)
+    save_inputs = (0,)
+
+    def forward(self, a, exponent):
+        self.exponent = exponent
+        if isinstance(exponent, float) and a.dtype.kind != "f":
+            a = a.astype(_dt.get_default_dtype().np)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return a ** exponent
+
+    def backward(self, grad):
+        (a,) = self.saved()
+        e = self.exponent
+        if e == 0:
+            return grad * 0
+        return grad * (e * pow_scalar(a, e - 1))
+
+
+class PowBackward1(BinaryOp):
+    """pow(input, exponent: Tensor): d/dinput = grad * e * input**(e-1), d/de = grad * out * log(input)."""
+
+    __slots__ = ()
+    save_inputs = (0, 1)
+    save_output = True
+
+    def forward(self, a, b):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.power(a, b)
+
+    def backward(self, grad):
+        a, b = self.saved()
+        ga = gb = None
+        if self.needs_grad(0):
+            ga = grad * b * pow_tensor(a, b - 1)
+        if self.needs_grad(1):
+            out = self.saved_output()
+            # torch: no gradient where input == 0 and exponent >= 0 (it would be 0 * -inf)
+            safe = where((a == 0) & (b >= 0), 0.0, out * log(a))
+            gb = grad * safe
+        return ga, gb
+
+
+class PowBackward2(Op):
+    """pow(self: scalar, exponent: Tensor) (``2 ** x``): d/dexponent = grad * out * log(self)."""
+
+    __slots__ = ("base",)
+    save_output = True
+
+    def forward(self, e, base):
+        self.base = base
+        if e.dtype.kind != "f" and isinstance(base, float):
+            e = e.astype(_dt.get_default_dtype().np)
+        return np.power(base, e)
+
+    def backward(self, grad):
+        return grad * self.saved_output() * float(np.log(self.base))
+
+
+class MaximumBackward0(BinaryOp):
+    """maximum(input, other): the gradient goes to the larger; split evenly on ties."""
+
+    __slots__ = ()
+    save_inputs = (0, 1)
+
+    def forward(self, a, b):
+        return np.maximum(a, b)
+
+    def backward(self, grad):
+        a, b = self.saved()
+        return _pick_grad(grad, a, b, gt)
+
+
+class MinimumBackward0(BinaryOp):
+    """minimum(input, other): the gradient goes to the smaller; split evenly on ties."""
+
+    __slots__ = ()
+    save_inputs = (0, 1)
+
+    def forward(self, a, b):
+        return np.minimum(a, b)
+
+    def backward(self, grad):
+        a, b = self.saved()
+        return _pick_grad(grad, a, b, lt)
+
+
+def _pick_grad(grad, a, b, better):
+    wa = better(a, b).to(grad.dtype) + (a == b).to(grad.dtype) * 0.5
+    return grad * wa, grad * (1 - wa)
+
+
+class WhereBackward0(Op):
+    """where(condition, input, other): the gradient goes to the side that was chosen."""
+
+    __slots__ = ("cond",)
+
+    def forward(self, cond, a, b):
+        self.cond = cond
+        return np.where(cond, a, b)
+
+    def backward(self, grad):
+        c = _make(self.cond)
+        zero = grad * 0
+        return None, where(c, grad, zero), where(c, zero, grad)
+
+
+# --------------------------------------------------------------------------- unary ops
+
+
+class NegBackward0(Op):
+    __slots__ = ()
+
+    def forward(self, a):
+        return -a
+
+    def backward(self, grad):
+        return -grad
+
+
+class ExpBackward0(Op):
+    """exp: d/dx = grad * result."""
+
+    __slots__ = ()
+    save_output = True
+
+    def forward(self, a):
+        return np.exp(a)
+
+    def backward(self, grad):
+        return grad * self.saved_output()
+
+
+class LogBackward0(Op):
+    """log: d/dx = grad / x."""
+
+    __slots__ = ()
+    save_inputs = (0,)
+
+    def forward(self, a):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.log(a)
+
+    def backward(self, grad):
+        (a,) = self.saved()
+        return grad / a
+
+
+class SqrtBackward0(Op):
+    """sqrt: d/dx = grad / (2 * result)."""
+
+    __slots__ = ()
+    save_output = True
+
+    def forward(self, a):
+        with np.errstate(invalid="ignore"):
+            return np.sqrt(a)
+
+    def backward(self, grad):
+        return grad / (2 * self.saved_output())
+
+
+class SinBackward0(Op):
+    """sin: d/dx = grad * cos(x)."""
+
+    __slots__ = ()
+    save_inputs = (0,)
+
+    def forward(self, a):
+        return np.sin(a)
+
+    def backward(self, grad):
+        (a,) = self.saved()
+        return grad * cos(a)
+
+
+class CosBackward0(Op):
+    """cos: d/dx = -grad * sin(x)."""
+
+    __slots__ = ()
+    save_inputs = (0,)
+
+    def forward(self, a):
+        return np.cos(a)
+
+    def backward(self, grad):
+        (a,) = self.saved()
+        return grad * -sin(a)
+
+
+class TanhBackward0(Op):
+    """tanh: d/dx = grad * (1 - result**2)."""
+
+    __slots__ = ()
+    save_output = True
+
+    def forward(self, a):
+        return np.tanh(a)
+
+    def backward(self, grad):
+        y = self.saved_output()
+        return grad * (1 - y * y)
+
+
+class SigmoidBackward0(Op):
+    """sigmoid: d/dx = grad * result * (1 - result)."""
+
+    __slots__ = ()
+    save_output = True
+
+    def forward(self, a):
+        # NOTE: two branches so neither exp overflows for large |a|
+        out = np.empty_like(a)
+        pos = a >= 0
+        np.divide(1, 1 + np.exp(-a, where=pos, out=np.zeros_like(a)), where=pos, out=out)
+        ea = np.exp(a, where=~pos, out=np.zeros_like(a))
+        np.divide(ea, 1 + ea, where=~pos, out=out)
+        return out
+
+    def backward(self, grad):
+        y = self.saved_output()
+        return grad * (y * (1 - y))
+
+
+class ReluBackward0(Op):
+    """relu: d/dx = grad where result > 0 (0 at 0, as torch)."""
+
+    __slots__ = ()
+    save_output = True
+
+    def forward(self, a):
+        return np.maximum(a, 0) if a.dtype.kind != "b" else a.copy()
+
+    def backward(self, grad):
+        y = self.saved_output()
+        return grad * (y > 0).to(grad.dtype)
+
+
+class AbsBackward0(Op):
+    """abs: d/dx = grad * sign(x) (0 at 0)."""
+
+    __slots__ = ()
+    save_inputs = (0,)
+
+    def forward(self, a):
+        return np.abs(a)
+
+    def backward(self, grad):
+        (a,) = self.saved()
+        return grad * sign(a)
+
+
+class SignBackward0(Op):
+    __slots__ = ()
+
+    def forward(self, a):
+        return np.sign(a)
+
+    def backward(self, grad):
+        return grad * 0
+
+
+class ReciprocalBackward0(Op):
+    """reciprocal: d/dx = -grad * result**2."""
+
+    __slots__ = ()
+    save_output = True
+
+    def forward(self, a):
+        if a.dtype.kind != "f":
+            a = a.astype(_dt.get_default_dtype().np)
+        with np.errstate(divide="ignore"):
+            return np.reciprocal(a)
+
+    def backward(self, grad):
+        y = self.saved_output()
+        return -grad * (y * y)
+
+
+class ClampBackward1(Op):
+    """clamp(input, min, max) with scalar bounds: the gradient passes where min <= x <= max."""
+
+    __slots__ = ("lo", "hi")
+    save_inputs = (0,)
+
+    def forward(self, a, lo, hi):
+        self.lo, self.hi = lo, hi
+        if a.dtype.kind != "f" and (isinstance(lo, float) or isinstance(hi, float)):
+            a = a.astype(_dt.get_default_dtype().np)
+        return np.clip(a, lo, hi)
+
+    def backward(self, grad):
+        (a,) = self.saved()
+        keep = a._data >= self.lo if self.lo is not None else True
+        if self.hi is not None:
+            keep = keep & (a._data <= self.hi)
+        return grad * _make(np.asarray(keep, dtype=grad._data.dtype))
+
+
+class ClampBackward0(Op):
+    """clamp(input, min, max) with tensor bounds: each bound gets the gradient where it won."""
+
+    __slots__ = ()
+    save_inputs = (0, 1, 2)
+
+    def forward(self, a, lo, hi):
+        out = a
+        if lo is not None:
+            out = np.maximum(out, lo)
+        if hi is not None:
+            out = np.minimum(out, hi)
+        return out if out is not a else a.copy()
+
+    def backward(self, grad):
+        a, lo, hi = self.saved()
+        keep = np.ones(a.shape, dtype=bool)
+        glo = ghi = None
+        if hi is not None:
+            above = (a._data > hi._data)
+            keep &= ~above
+            ghi = grad * _make(above.astype(grad._data.dtype))
+        if lo is not None:
+            below = (a._data < lo._data)
+            if hi is not None:
+                below &= ~(lo._data > hi._data)
+            keep &= ~below
+            glo = grad * _make(below.astype(grad._data.dtype))
+        return grad * _make(keep.astype(grad._data.dtype)), glo, ghi
+
+
+class ToCopyBackward0(Op):
+    """to(dtype): the gradient is cast back to the input's dtype (by the engine)."""
+
+    __slots__ = ()
+
+    def forward(self, a, np_dtype):
+        return a.astype(np_dtype)
+
+    def backward(self, grad):
+        return grad
+
+
+class CloneBackward0(Op):
+    __slots__ = ()
+
+    def forward(self, a):
+        return a.copy()
+
+    def backward(self, grad):
+        return grad
+
+
+# --------------------------------------------------------------------------- public functions
+
+
+def _check_tensor(x, op: str) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(x).__name__}")
+    return x
+
+
+def add(input, other, *, alpha=1, out=None) -> Tensor:
+    """``torch.add``: input + alpha * other, with broadcasting and type promotion."""
+    if not isinstance(input, Tensor):
+        return AddBackward0.apply(other, input, alpha) if alpha == 1 else add(
+            wrap_like(input, other), other, alpha=alpha)
+    return _maybe_out(AddBackward0.apply(input, other, alpha), out)
+
+
+def sub(input, other, *, alpha=1, out=None) -> Tensor:
+    """``torch.sub``: input - alpha * other."""
+    if not isinstance(input, Tensor):
+        return rsub(other, input) if alpha == 1 else sub(wrap_like(input, other), other,
+                                                         alpha=alpha)
+    if input._data.dtype == np.bool_ and (isinstance(other, bool) or (
+            isinstance(other, Tensor) and other._data.dtype == np.bool_)):
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                           "supported. Use the `^` or `logical_xor()` operator instead.")
+    return _maybe_out(SubBackward0.apply(input, other, alpha), out)
+
+
+subtract = sub
+
+
+def rsub(input, other, *, alpha=1) -> Tensor:
+    """``torch.rsub``: other - alpha * input (what ``2 - x`` computes)."""
+    if alpha != 1:
+        return sub(other, input * alpha) if isinstance(other, Tensor) else -input * alpha + other
+    return RsubBackward1.apply(input, other)
+
+
+def mul(input, other, *, out=None) -> Tensor:
+    """``torch.mul``: elementwise product with broadcasting."""
+    if not isinstance(input, Tensor):
+        input, other = other, input
+    return _maybe_out(MulBackward0.apply(input, other), out)
+
+
+multiply = mul
+
+
+def div(input, other, *, rounding_mode: str | None = None, out=None) -> Tensor:
+    """``torch.div``: true division (ints give the default float dtype) or rounded division."""
+    if rounding_mode is None:
+        return _maybe_out(DivBackward0.apply(input, other), out)
+    if rounding_mode not in ("trunc", "floor"):
+        raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
+                           f"but found '{rounding_mode}'")
+    return _maybe_out(DivBackward1.apply(input, other, rounding_mode), out)
+
+
+divide = div
+true_divide = div
+
+
+def floor_divide(input, other) -> Tensor:
+    return div(input, other, rounding_mode="floor")
+
+
+def pow(input, exponent, *, out=None) -> Tensor:  # noqa: A001 - torch's name
+    """``torch.pow``: tensor ** scalar, tensor ** tensor or scalar ** tensor."""
+    if not isinstance(input, Tensor):
+        return pow_scalar_base(input, exponent)
+    if isinstance(exponent, Tensor):
+        return _maybe_out(pow_tensor(input, exponent), out)
+    return _maybe_out(pow_scalar(input, exponent), out)
+
+
+def pow_scalar(x: Tensor, e) -> Tensor:
+    if isinstance(e, bool) or not isinstance(e, (int, float)):
+        raise TypeError(f"pow(): exponent must be a number or Tensor, got {type(e).__name__}")
+    if x._data.dtype.kind in "iu" and isinstance(e, int) and e < 0:
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
+    return apply1(PowBackward0, x, e)
+
+
+def pow_tensor(x: Tensor, e: Tensor) -> Tensor:
+    return PowBackward1.apply(x, e)
+
+
+def pow_scalar_base(base, e: Tensor) -> Tensor:
+    return apply1(PowBackward2, e, base)
+
+
+def neg(input: Tensor) -> Tensor:
+    """``torch.neg``."""
+    if input._data.dtype == np.bool_:
+        raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If "
+                           "you are trying to invert a mask, use the `~` or `logical_not()` "
+                           "operator instead.")
+    return apply1(NegBackward0, input)
+
+
+negative = neg
+
+
+def _float_unary(cls):
+    """A unary math function: integer inputs are computed in the default float dtype."""
+
+    def fn(input: Tensor, *, out=None) -> Tensor:
+        x = _check_tensor(input, fn.__name__)
+        if x._data.dtype.kind != "f":
+            x = _make(x._data.astype(_dt.get_default_dtype().np))
+        return _maybe_out(apply1(cls, x), out)
+
+    return fn
+
+
+exp = _float_unary(ExpBackward0)
+exp.__name__ = "exp"
+log = _float_unary(LogBackward0)
+log.__name__ = "log"
+sqrt = _float_unary(SqrtBackward0)
+sqrt.__name__ = "sqrt"
+sin = _float_unary(SinBackward0)
+sin.__name__ = "sin"
+cos = _float_unary(CosBackward0)
+cos.__name__ = "cos"
+tanh = _float_unary(TanhBackward0)
+tanh.__name__ = "tanh"
+sigmoid = _float_unary(SigmoidBackward0)
+sigmoid.__name__ = "sigmoid"
+reciprocal = _float_unary(ReciprocalBackward0)
+reciprocal.__name__ = "reciprocal"
+
+
+def relu(input: Tensor) -> Tensor:
+    """``torch.relu``: max(x, 0); its node is ``ReluBackward0``."""
+    return apply1(ReluBackward0, _check_tensor(input, "relu"))
+
+
+def abs(input: Tensor, *, out=None) -> Tensor:  # noqa: A001 - torch's name
+    """``torch.abs``; the derivative at 0 is 0, as in torch."""
+    return _maybe_out(apply1(AbsBackward0, _check_tensor(input, "abs")), out)
+
+
+absolute = abs
+
+
+def sign(input: Tensor) -> Tensor:
+    return apply1(SignBackward0, input)
+
+
+def square(input: Tensor) -> Tensor:
+    """``torch.square``: ``input ** 2``."""
+    return pow_scalar(input, 2)
+
+
+def clamp(input: Tensor, min=None, max=None, *, out=None) -> Tensor:  # noqa: A002
+    """``torch.clamp``: bounds may be numbers or tensors; at least one must be given."""
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        lo = wrap_like(min, input) if min is not None else None
+        hi = wrap_like(max, input) if max is not None else None
+        return _maybe_out(ClampBackward0.apply(input, lo, hi), out)
+    return _maybe_out(apply1(ClampBackward1, input, min, max), out)
+
+
+clip = clamp
+
+
+def clamp_min(input: Tensor, min) -> Tensor:  # noqa: A002
+    return clamp(input, min=min)
+
+
+def clamp_max(input: Tensor, max) -> Tensor:  # noqa: A002
+    return clamp(input, max=max)
+
+
+def maximum(input: Tensor, other: Tensor) -> Tensor:
+    """``torch.maximum``: elementwise max of two tensors."""
+    return MaximumBackward0.apply(input, other)
+
+
+def minimum(input: Tensor, other: Tensor) -> Tensor:
+    """``torch.minimum``: elementwise min of two tensors."""
+    return MinimumBackward0.apply(input, other)
+
+
+def where(condition, input=None, other=None) -> Tensor:
+    """``torch.where(condition, input, other)``; scalars are allowed for input and other."""
+    if input is None and other is None:
+        from .indexing import nonzero
+        return nonzero(condition, as_tuple=True)
+    cond = condition._data if isinstance(condition, Tensor) else np.asarray(condition)
+    if cond.dtype != np.bool_:
+        raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor "
+                           f"with dtype {_dt.from_numpy_dtype(cond.dtype)}")
+    a, b = promote(input, other)
+    ta = input if isinstance(input, Tensor) else _make(np.asarray(a))
+    tb = other if isinstance(other, Tensor) else _make(np.asarray(b))
+    if ta._data.dtype != np.asarray(a).dtype:
+        ta = ta.to(_dt.from_numpy_dtype(np.asarray(a).dtype))
+    if tb._data.dtype != np.asarray(b).dtype:
+        tb = tb.to(_dt.from_numpy_dtype(np.asarray(b).dtype))
+    return WhereBackward0.apply(cond, ta, tb)
+
+
+def to_dtype(input: Tensor, dtype: _dt.dtype) -> Tensor:
+    """A differentiable cast (``ToCopyBackward0``); the result requires grad only if floating."""
+    out = apply1(ToCopyBackward0, input, dtype.np)
+    if out._grad_fn is not None and not dtype.is_floating_point:
+        out._grad_fn = None
+        out._requires_grad = False
+    return out
+
+
+def clone(input: Tensor, *, memory_format=None) -> Tensor:
+    """``torch.clone``: a copy that stays in the graph (``CloneBackward0``)."""
+    return apply1(CloneBackward0, input)
+
+
+def contiguous(input: Tensor, memory_format=None) -> Tensor:
+    """Self if already C-contiguous, else a contiguous copy (``CloneBackward0``)."""
+    if input._data.flags.c_contiguous:
+        return input
+    return clone(input)
+
+
+def wrap_like(value, like: Tensor) -> Tensor:
+    """A constant tensor for ``value`` in ``like``'s dtype if it is a number."""
+    if isinstance(value, Tensor):
+        return value
+    return _make(np.asarray(value, dtype=like._data.dtype))
+
+
+def _maybe_out(result: Tensor, out: Tensor | None) -> Tensor:
+    """Support ``out=``: write into ``out`` (resizing it as torch does), return it."""
+    if out is None:
+        return result
+    from .inplace import write_out
+    return write_out(out, result)
+
+
+# --------------------------------------------------------------------------- comparisons and logic
+# Not differentiable: results are bool tensors that never require grad.
+
+
+def _compare(ufunc, name: str):
+    def fn(input, other) -> Tensor:
+        a, b = promote(input, other)
+        return _make(np.asarray(ufunc(a, b)))
+    fn.__name__ = name
+    fn.__doc__ = f"``torch.{name}``: elementwise comparison with broadcasting; a bool tensor."
+    return fn
+
+
+eq = _compare(np.equal, "eq")
+ne = _compare(np.not_equal, "ne")
+lt = _compare(np.less, "lt")
+le = _compare(np.less_equal, "le")
+gt = _compare(np.greater, "gt")
+ge = _compare(np.greater_equal, "ge")
+greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
+
+
+def logical_not(input: Tensor) -> Tensor:
+    return _make(np.logical_not(input._data))
+
+
+def _logical(ufunc, name: str):
+    def fn(input: Tensor, other) -> Tensor:
+        b = other._data if isinstance(other, Tensor) else np.asarray(other)
+        return _make(np.asarray(ufunc(input._data, b)))
+    fn.__name__ = name
+    return fn
+
+
+logical_and = _logical(np.logical_and, "logical_and")
+logical_or = _logical(np.logical_or, "logical_or")
+logical_xor = _logical(np.logical_xor, "logical_xor")
+
+
+def _bitwise(ufunc, name):
+    def fn(input, other) -> Tensor:
+        a, b = promote(input, other)
+        if np.asarray(a).dtype.kind == "f" or np.asarray(b).dtype.kind == "f":
+            raise RuntimeError(f"\"{name}_cpu\" not implemented for 'Float'")
+        return _make(np.asarray(ufunc(a, b)))
+    fn.__name__ = name
+    return fn
+
+
+bitwise_and = _bitwise(np.bitwise_and, "bitwise_and")
+bitwise_or = _bitwise(np.bitwise_or, "bitwise_or")
+bitwise_xor = _bitwise(np.bitwise_xor, "bitwise_xor")
+
+
+def bitwise_not(input: Tensor) -> Tensor:
+    if input._data.dtype.kind == "f":
+        raise RuntimeError("\"bitwise_not_cpu\" not implemented for 'Float'")
+    return _make(np.invert(input._data))
+
+
+def isnan(input: Tensor) -> Tensor:
+    return _make(np.isnan(input._data))
+
+
+def isinf(input: Tensor) -> Tensor:
+    return _make(np.isinf(input._data))
+
+
+def isfinite(input: Tensor) -> Tensor:
+    return _make(np.isfinite(input._data))
+
+
+def equal(input: Tensor, other: Tensor) -> bool:
+    """``torch.equal``: same shape and same values."""
+    return input._data.shape == other._data.shape and bool(np.array_equal(input._data,
+                                                                          other._data))
+
+
+def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
+             equal_nan: bool = False) -> bool:
+    return bool(np.allclose(input._data, other._data, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
+            equal_nan: bool = False) -> Tensor:
+    return _make(np.isclose(input._data, other._data, rtol=rtol, atol=atol, equal_nan=equal_nan))

@@ -1,0 +1,289 @@
+"""Indexing: ``t[key]``, ``t[key] = value``, masked_fill, nonzero and their gradients.
+
+Basic keys (ints, slices, None, Ellipsis) give views, named as torch names the last step
+(``SelectBackward0``, ``SliceBackward0``, ...). Any tensor, list or bool mask in the key makes
+it advanced: a copy (``IndexBackward0``) whose gradient accumulates over repeated indices.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._tensor import Tensor, _make
+from ._op import Op, apply1
+from .views import ViewOp, view_op
+
+_BASIC = (int, slice, type(None), type(Ellipsis))
+
+
+def normalize_key(key):
+    """A NumPy index for ``key``: tensors become arrays, and a 1-tuple is kept a tuple."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    out = []
+    for k in key:
+        if isinstance(k, Tensor):
+            d = k._data
+            if d.dtype.kind == "f":
+                raise IndexError("tensors used as indices must be long, int, byte or bool "
+                                 "tensors")
+            k = int(d) if d.ndim == 0 and d.dtype.kind in "iu" else d
+        elif isinstance(k, np.integer):
+            k = int(k)
+        elif isinstance(k, bool):
+            k = np.asarray(k)
+        elif isinstance(k, (list, np.ndarray)):
+            k = np.asarray(k)
+            if k.dtype.kind == "f":
+                raise IndexError("tensors used as indices must be long, int, byte or bool "
+                                 "tensors")
+        elif not isinstance(k, _BASIC):
+            raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or "
+                             "byte Variables are valid indices (got "
+                             f"{type(k).__name__})")
+        out.append(k)
+    return tuple(out)
+
+
+def is_basic(key: tuple) -> bool:
+    for k in key:
+        if not isinstance(k, _BASIC):
+            return False
+    return True
+
+
+def _check_basic(key: tuple, shape: tuple) -> None:
+    """Torch's IndexError wording for out-of-range ints and too many indices."""
+    dims_used = sum(1 for k in key if k is not None and k is not Ellipsis)
+    if dims_used > len(shape):
+        raise IndexError(f"too many indices for tensor of dimension {len(shape)}")
+    dim = 0
+    for i, k in enumerate(key):
+        if k is Ellipsis:
+            dim += len(shape) - dims_used
+            continue
+        if k is None:
+            continue
+        if isinstance(k, int) and not -shape[dim] <= k < shape[dim]:
+            raise IndexError(f"index {k} is out of bounds for dimension {dim} with size "
+                             f"{shape[dim]}")
+        dim += 1
+
+
+def _basic_name(key: tuple) -> str:
+    for k in reversed(key):
+        if isinstance(k, int):
+            return "SelectBackward0"
+        if k is None:
+            return "UnsqueezeBackward0"
+        if isinstance(k, slice) and k != slice(None):
+            return "SliceBackward0"
+    if any(isinstance(k, slice) for k in key):
+        return "SliceBackward0"
+    return "AliasBackward0"
+
+
+class BasicIndexBackward(ViewOp):
+    """x[basic key]: a view; d/dx = grad placed into zeros at the key."""
+
+    __slots__ = ("shape", "key")
+
+    def forward(self, a, key):
+        self.shape, self.key = a.shape, key
+        return a[key]
+
+    def backward(self, grad):
+        return apply1(SliceBackwardBackward0, grad, self.shape, self.key)
+
+
+_BASIC_NODES = {name: type(name, (BasicIndexBackward,), {"__slots__": ()})
+                for name in ("SelectBackward0", "SliceBackward0", "UnsqueezeBackward0",
+                             "AliasBackward0")}
+
+
+class SliceBackwardBackward0(Op):
+    """Place grad into zeros of ``shape`` at a basic key (backward of basic indexing)."""
+
+    __slots__ = ("key",)
+
+    def forward(self, g, shape, key):
+        self.key = key
+        out = np.zeros(shape, dtype=g.dtype)
+        out[key] = g
+        return out
+
+    def backward(self, grad):
+        return grad[self.key]
+
+
+class IndexBackward0(Op):
+    """x[advanced key]: a copy; d/dx = grad accumulated into zeros at the key."""
+
+    __slots__ = ("shape", "key")
+
+    def forward(self, a, key):
+        self.shape, self.key = a.shape, key
+        return a[key]
+
+    def backward(self, grad):
+        return apply1(IndexBackwardBackward0, grad, self.shape, self.key)
+
+
+class IndexBackwardBackward0(Op):
+    """Accumulate grad into zeros of ``shape`` at an advanced key (repeats add up)."""
+
+    __slots__ = ("key",)
+
+    def forward(self, g, shape, key):
+        self.key = key
+        out = np.zeros(shape, dtype=g.dtype)
+        np.add.at(out, key, g)
+        return out
+
+    def backward(self, grad):
+        return apply1(IndexBackward0, grad, self.key)
+
+
+class IndexPutBackward0(Op):
+    """index_put(x, key, value) out of place: what ``x[mask] = v`` records."""
+
+    __slots__ = ("key",)
+
+    def forward(self, a, v, key):
+        self.key = key
+        out = a.copy()
+        out[key] = v
+        return out
+
+    def backward(self, grad):
+        ga = IndexPutBackward0.apply(grad, 0.0, params=(self.key,)) if self.needs_grad(0) \
+            else None
+        gv = apply1(IndexBackward0, grad, self.key) if self.needs_grad(1) else None
+        return ga, gv
+
+
+def _index_error(err: IndexError, shape) -> IndexError:
+    msg = str(err)
+    if "out of bounds for axis" in msg:
+        msg = msg.replace("axis", "dimension")
+    elif "too many indices" in msg:
+        msg = f"too many indices for tensor of dimension {len(shape)}"
+    elif "boolean index did not match" in msg:
+        msg = "The shape of the mask " + msg.split("boolean index did not match indexed array "
+                                                   "along ")[-1]
+    return IndexError(msg)
+
+
+def getitem(input: Tensor, key) -> Tensor:
+    """``Tensor.__getitem__`` with torch's semantics and gradients."""
+    key = normalize_key(key)
+    shape = input._data.shape
+    if is_basic(key):
+        _check_basic(key, shape)
+        return view_op(_BASIC_NODES[_basic_name(key)], input, key)
+    try:
+        return apply1(IndexBackward0, input, key)
+    except IndexError as e:
+        raise _index_error(e, shape) from None
+
+
+def setitem(input: Tensor, key, value) -> None:
+    """``Tensor.__setitem__``: an in-place copy into a view (basic key) or an index_put."""
+    from .inplace import copy_, inplace
+    key = normalize_key(key)
+    if not isinstance(value, Tensor):
+        value = value if isinstance(value, (int, float, bool)) else _make(
+            np.asarray(value, dtype=input._data.dtype))
+    if is_basic(key):
+        _check_basic(key, input._data.shape)
+        copy_(getitem(input, key), value)
+        return
+    inplace(input, index_put_op, key, value)
+
+
+def index_put_op(input: Tensor, key, value) -> Tensor:
+    try:
+        return IndexPutBackward0.apply(input, value, params=(key,))
+    except IndexError as e:
+        raise _index_error(e, input._data.shape) from None
+    except ValueError as e:
+        raise RuntimeError(f"shape mismatch: value tensor of shape "
+                           f"{list(np.shape(value._data if isinstance(value, Tensor) else value))}"
+                           f" cannot be broadcast to indexing result: {e}") from None
+
+
+def index_put(input: Tensor, indices, values, accumulate: bool = False) -> Tensor:
+    if accumulate:
+        raise NotImplementedError("index_put(accumulate=True) is not supported by ember yet")
+    return index_put_op(input, normalize_key(tuple(indices)), values)
+
+
+class MaskedFillBackward0(Op):
+    """masked_fill(input, mask, value): d/dinput = grad with masked positions zeroed."""
+
+    __slots__ = ("mask",)
+
+    def forward(self, a, mask, value):
+        self.mask = mask
+        return np.where(mask, np.asarray(value, dtype=a.dtype), a)
+
+    def backward(self, grad):
+        return apply1(MaskedFillBackward0, grad, self.mask, 0)
+
+
+def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
+    """``torch.masked_fill``: value where mask is True."""
+    if not isinstance(mask, Tensor) or mask._data.dtype != np.bool_:
+        raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype "
+                           f"{getattr(mask, 'dtype', type(mask).__name__)}")
+    if isinstance(value, Tensor):
+        if value._data.ndim:
+            raise RuntimeError("masked_fill_ only supports a 0-dimensional value tensor, but got "
+                               f"tensor with {value._data.ndim} dimension(s).")
+        value = value.item()
+    return apply1(MaskedFillBackward0, input, mask._data, value)
+
+
+def nonzero(input: Tensor, *, as_tuple: bool = False):
+    """``torch.nonzero``: (n, ndim) int64 indices, or a tuple of 1-D index tensors."""
+    d = input._data
+    if as_tuple:
+        if d.ndim == 0:
+            return (_make(np.zeros(int(bool(d)), dtype=np.int64)),)
+        return tuple(_make(i.astype(np.int64)) for i in np.nonzero(d))
+    return _make(np.argwhere(d).astype(np.int64))
+
+
+class ValueSelectingReductionBackward0(Op):
+    """Put grad at ``idx`` along ``dim`` in zeros of ``shape`` (backward of max/min by dim)."""
+
+    __slots__ = ("dim", "idx")
+
+    def forward(self, g, shape, dim, idx):
+        self.dim, self.idx = dim, idx
+        out = np.zeros(shape, dtype=g.dtype)
+        if len(shape):
+            np.put_along_axis(out, idx, g, axis=dim)
+        else:
+            out[...] = g
+        return out
+
+    def backward(self, grad):
+        return apply1(GatherBackward0, grad, self.dim, self.idx)
+
+
+class GatherBackward0(Op):
+    """take_along_dim(input, idx, dim) with a fixed index array."""
+
+    __slots__ = ("shape", "dim", "idx")
+
+    def forward(self, a, dim, idx):
+        self.shape, self.dim, self.idx = a.shape, dim, idx
+        return np.take_along_axis(a, idx, axis=dim) if a.ndim else a.copy()
+
+    def backward(self, grad):
+        return apply1(ValueSelectingReductionBackward0, grad, self.shape, self.dim, self.idx)
+
+
+def _scatter_into(grad: Tensor, shape: tuple, dim: int, idx: np.ndarray) -> Tensor:
+    return apply1(ValueSelectingReductionBackward0, grad, shape, dim, idx)

@@ -1,0 +1,75 @@
+"""Random number generation: ``Generator``, ``manual_seed``, ``seed``, RNG state.
+
+ember draws from NumPy's PCG64, so seeded streams are reproducible within ember but are not
+the same numbers torch's Mersenne Twister gives for the same seed.
+"""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+
+DEFAULT_SEED = 67280421310721  # torch's default seed
+
+
+class Generator:
+    """``torch.Generator``: an independent random stream."""
+
+    def __init__(self, device="cpu") -> None:
+        self._seed = DEFAULT_SEED
+        self._rng = np.random.Generator(np.random.PCG64(DEFAULT_SEED))
+        self.device = device
+
+    def manual_seed(self, seed: int) -> Generator:
+        seed = int(seed)
+        self._seed = seed
+        self._rng = np.random.Generator(np.random.PCG64(seed & 0xFFFFFFFFFFFFFFFF))
+        return self
+
+    def seed(self) -> int:
+        s = int(np.random.SeedSequence().entropy) & 0xFFFFFFFFFFFFFFFF
+        self.manual_seed(s)
+        return s
+
+    def initial_seed(self) -> int:
+        return self._seed
+
+    def get_state(self):
+        from ._tensor import _make
+        raw = pickle.dumps((self._seed, self._rng.bit_generator.state))
+        return _make(np.frombuffer(raw, dtype=np.uint8).copy())
+
+    def set_state(self, state) -> Generator:
+        self._seed, bg_state = pickle.loads(state.numpy().tobytes())
+        self._rng = np.random.Generator(np.random.PCG64())
+        self._rng.bit_generator.state = bg_state
+        return self
+
+
+default_generator = Generator()
+
+
+def manual_seed(seed: int) -> Generator:
+    """Seed the default generator (``torch.manual_seed``); returns it."""
+    return default_generator.manual_seed(seed)
+
+
+def seed() -> int:
+    return default_generator.seed()
+
+
+def initial_seed() -> int:
+    return default_generator.initial_seed()
+
+
+def get_rng_state():
+    return default_generator.get_state()
+
+
+def set_rng_state(new_state) -> None:
+    default_generator.set_state(new_state)
+
+
+def rng(generator: Generator | None) -> np.random.Generator:
+    return (generator or default_generator)._rng
