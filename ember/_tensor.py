@@ -159,7 +159,7 @@ class Tensor:
         if len(args) == 1 and not isinstance(args[0], (int, Size)):
             data = _as_array(args[0], dtype)
         else:
-            shape = tuple(args[0]) if len(args) == 1 else args
+            shape = tuple(args[0]) if len(args) == 1 and isinstance(args[0], Size) else args
             if not all(isinstance(s, int) for s in shape):
                 raise TypeError(f"Tensor(): expected a sequence of ints as the size, got {args}")
             data = np.empty(shape, dtype=dtype.np)

@@ -6,8 +6,6 @@ the same numbers torch's Mersenne Twister gives for the same seed.
 
 from __future__ import annotations
 
-import pickle
-
 import numpy as np
 
 DEFAULT_SEED = 67280421310721  # torch's default seed
@@ -18,13 +16,19 @@ class Generator:
 
     def __init__(self, device="cpu") -> None:
         self._seed = DEFAULT_SEED
-        self._rng = np.random.Generator(np.random.PCG64(DEFAULT_SEED))
+        self._bits = None  # numpy.random is imported on first draw: it costs ~8 ms of import
         self.device = device
+
+    @property
+    def _rng(self) -> np.random.Generator:
+        if self._bits is None:
+            self._bits = np.random.Generator(np.random.PCG64(self._seed & 0xFFFFFFFFFFFFFFFF))
+        return self._bits
 
     def manual_seed(self, seed: int) -> Generator:
         seed = int(seed)
         self._seed = seed
-        self._rng = np.random.Generator(np.random.PCG64(seed & 0xFFFFFFFFFFFFFFFF))
+        self._bits = None
         return self
 
     def seed(self) -> int:
@@ -36,14 +40,18 @@ class Generator:
         return self._seed
 
     def get_state(self):
+        import pickle
+
         from ._tensor import _make
         raw = pickle.dumps((self._seed, self._rng.bit_generator.state))
         return _make(np.frombuffer(raw, dtype=np.uint8).copy())
 
     def set_state(self, state) -> Generator:
+        import pickle
+
         self._seed, bg_state = pickle.loads(state.numpy().tobytes())
-        self._rng = np.random.Generator(np.random.PCG64())
-        self._rng.bit_generator.state = bg_state
+        self._bits = np.random.Generator(np.random.PCG64())
+        self._bits.bit_generator.state = bg_state
         return self
 
 

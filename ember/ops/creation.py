@@ -180,8 +180,11 @@ def linspace(start, end, steps: int, *, out=None, dtype=None, layout=None, devic
     step = (e - s) / dt.type(steps - 1)
     idx = np.arange(steps)
     half = steps // 2
-    lo = s + step * idx[:half].astype(dt)
-    hi = e - step * (steps - idx[half:] - 1).astype(dt)
+    # NOTE: torch's kernel computes start + step*i (first half) and end - step*(n-1-i) (second
+    # half) with fused multiply-adds; computing in float64 and rounding once emulates that.
+    wide = np.float64 if dt != np.float64 else np.longdouble
+    lo = wide(s) + wide(step) * idx[:half]
+    hi = wide(e) - wide(step) * (steps - idx[half:] - 1)
     return _finish(np.concatenate([lo, hi]).astype(dt), requires_grad, device)
 
 

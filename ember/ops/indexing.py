@@ -90,7 +90,8 @@ class BasicIndexBackward(ViewOp):
 
     def forward(self, a, key):
         self.shape, self.key = a.shape, key
-        return a[key]
+        # a trailing Ellipsis makes NumPy return a 0-d view, not a scalar copy, for x[i]
+        return a[key if any(k is Ellipsis for k in key) else key + (Ellipsis,)]
 
     def backward(self, grad):
         return apply1(SliceBackwardBackward0, grad, self.shape, self.key)
