@@ -1,0 +1,155 @@
+"""``ember.autograd.functional``: jacobian, hessian, vjp, jvp, hvp, vhp, as in torch.
+
+Everything is built on reverse mode (``autograd.grad``); ``jvp`` uses the double-backward
+trick, so it needs the function's derivatives to be differentiable (ember's are).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._tensor import Tensor, _make
+from ..ops.creation import zeros
+from ..ops.joining import stack
+from .grad_mode import enable_grad
+
+
+def _tuple(x) -> tuple[tuple, bool]:
+    if isinstance(x, Tensor):
+        return (x,), False
+    return tuple(x), True
+
+
+def _prepare(inputs: tuple, create_graph: bool) -> tuple:
+    # work on fresh leaves so the caller's tensors and graphs are untouched
+    return tuple(t.detach().requires_grad_(t.is_floating_point()) if not create_graph or
+                 not t.requires_grad else t.view_as(t) for t in inputs)
+
+
+def _grad(outputs, inputs, grad_outputs, create_graph: bool) -> tuple:
+    from . import grad
+    outs = [o for o in outputs if o.requires_grad]
+    gos = [g for o, g in zip(outputs, grad_outputs) if o.requires_grad]
+    if not outs:
+        return tuple(None for _ in inputs)
+    return grad(outs, inputs, gos, retain_graph=True, create_graph=create_graph,
+                allow_unused=True)
+
+
+def _fill_none(grads, inputs) -> tuple:
+    return tuple(_make(np.zeros(i._data.shape, dtype=i._data.dtype)) if g is None else g
+                 for g, i in zip(grads, inputs))
+
+
+def vjp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
+    """``(func(inputs), v^T J)``."""
+    inputs, is_tuple = _tuple(inputs)
+    with enable_grad():
+        ins = _prepare(inputs, create_graph)
+        out = func(*ins)
+        outs, out_tuple = _tuple(out)
+        if v is None:
+            if any(o.numel() != 1 for o in outs):
+                raise RuntimeError("The vector v can only be None if the user-provided function "
+                                   "returns a single Tensor with a single element.")
+            v = tuple(_make(np.ones(o._data.shape, dtype=o._data.dtype)) for o in outs)
+        vs, _ = _tuple(v)
+        grads = _fill_none(_grad(outs, ins, vs, create_graph), ins)
+    out = out if create_graph else (tuple(o.detach() for o in outs) if out_tuple
+                                     else outs[0].detach())
+    grads = grads if create_graph else tuple(g.detach() for g in grads)
+    return out, (grads if is_tuple else grads[0])
+
+
+def jvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
+    """``(func(inputs), J v)`` via the double-backward trick."""
+    inputs, is_tuple = _tuple(inputs)
+    if v is None:
+        if any(i.numel() != 1 for i in inputs):
+            raise RuntimeError("The vector v can only be None if the input to the user-provided "
+                               "function is a single Tensor with a single element.")
+        v = tuple(_make(np.ones(i._data.shape, dtype=i._data.dtype)) for i in inputs)
+    vs, _ = _tuple(v)
+    with enable_grad():
+        ins = _prepare(inputs, create_graph)
+        out = func(*ins)
+        outs, out_tuple = _tuple(out)
+        dummies = tuple(_make(np.zeros(o._data.shape, dtype=o._data.dtype)).requires_grad_()
+                        for o in outs)
+        g = _fill_none(_grad(outs, ins, dummies, True), ins)
+        from . import grad
+        pairs = [(gi, vi) for gi, vi in zip(g, vs) if gi.requires_grad]
+        if pairs:
+            jv = grad([p[0] for p in pairs], dummies, [p[1] for p in pairs],
+                      create_graph=create_graph, allow_unused=True)
+        else:
+            jv = (None,) * len(dummies)
+        jv = _fill_none(jv, outs)
+    outs_r = outs if create_graph else tuple(o.detach() for o in outs)
+    jv = jv if create_graph else tuple(t.detach() for t in jv)
+    return (outs_r if out_tuple else outs_r[0]), (jv if out_tuple else jv[0])
+
+
+def jacobian(func, inputs, create_graph: bool = False, strict: bool = False,
+             vectorize: bool = False, strategy: str = "reverse-mode"):
+    """``torch.autograd.functional.jacobian``: shape ``out.shape + in.shape`` per pair."""
+    inputs, is_tuple = _tuple(inputs)
+    with enable_grad():
+        ins = _prepare(inputs, create_graph)
+        out = func(*ins)
+        outs, out_tuple = _tuple(out)
+        jac = []
+        for o in outs:
+            rows = [[] for _ in ins]
+            flat_n = o.numel()
+            for e in range(flat_n):
+                seed = np.zeros(flat_n, dtype=o._data.dtype)
+                seed[e] = 1
+                gs = _fill_none(_grad((o,), ins, (_make(seed.reshape(o._data.shape)),),
+                                      create_graph), ins)
+                for k, gk in enumerate(gs):
+                    rows[k].append(gk if create_graph else gk.detach())
+            per_input = []
+            for k, i in enumerate(ins):
+                if rows[k]:
+                    j = stack(rows[k]).reshape(tuple(o.shape) + tuple(i.shape))
+                else:
+                    j = zeros(tuple(o.shape) + tuple(i.shape), dtype=i.dtype)
+                per_input.append(j)
+            jac.append(tuple(per_input) if is_tuple else per_input[0])
+    return tuple(jac) if out_tuple else jac[0]
+
+
+def hessian(func, inputs, create_graph: bool = False, strict: bool = False,
+            vectorize: bool = False, outer_jacobian_strategy: str = "reverse-mode"):
+    """``torch.autograd.functional.hessian`` of a scalar function."""
+    inputs, is_tuple = _tuple(inputs)
+
+    def jac_fn(*ins):
+        return jacobian(func, ins if is_tuple else ins[0], create_graph=True)
+
+    return jacobian(jac_fn, inputs if is_tuple else inputs[0], create_graph=create_graph)
+
+
+def vhp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
+    """``(func(inputs), v^T H)``."""
+    inputs, is_tuple = _tuple(inputs)
+    vs, _ = _tuple(v)
+    with enable_grad():
+        ins = _prepare(inputs, True)
+        out = func(*ins)
+        if out.numel() != 1:
+            raise RuntimeError("The function given to vhp should return a single Tensor with a "
+                               "single element.")
+        g = _fill_none(_grad((out,), ins, (_make(np.ones_like(out._data)),), True), ins)
+        pairs = [(gi, vi) for gi, vi in zip(g, vs) if gi.requires_grad]
+        from . import grad
+        res = grad([p[0] for p in pairs], ins, [p[1] for p in pairs], create_graph=create_graph,
+                   allow_unused=True) if pairs else (None,) * len(ins)
+        res = _fill_none(res, ins)
+    res = res if create_graph else tuple(r.detach() for r in res)
+    out = out if create_graph else out.detach()
+    return out, (res if is_tuple else res[0])
+
+
+hvp = vhp  # the Hessian of a scalar function is symmetric
