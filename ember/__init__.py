@@ -32,6 +32,7 @@ from ._backend.dtypes import dtype
 from ._legacy import CPU_TYPES as _CPU_TYPES
 from ._tensor import Size, Tensor
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled
 from .autograd.grad_mode import is_inference_mode_enabled
 from .ops import *  # noqa: F403
 from .ops import (  # noqa: F401

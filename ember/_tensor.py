@@ -58,8 +58,13 @@ NON_LEAF_GRAD_WARNING = (
     "attribute won't be populated during autograd.backward(). If you indeed want the .grad "
     "field to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. "
     "If you access the non-leaf Tensor by mistake, make sure you access the leaf Tensor "
-    "instead. See github.com/pytorch/pytorch/pull/30531 for more informations."
+    "instead. See github.com/pytorch/pytorch/pull/30531 for more information."
 )
+# the C++ type names torch's messages use for a dtype
+_CPP_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
+              "bfloat16": "c10::BFloat16", "int64": "long int", "int32": "int",
+              "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+              "bool": "bool"}
 REQUIRES_GRAD_DTYPE_ERROR = "only Tensors of floating point and complex dtype can require gradients"
 
 
@@ -70,7 +75,7 @@ def _make(data: np.ndarray, grad_fn=None) -> Tensor:
     t._grad_fn = grad_fn
     t._requires_grad = grad_fn is not None
     t._output_nr = 0
-    t._version = [0]
+    t._vc = [0]
     t._grad = None
     t._base = None
     t._view = None
@@ -84,8 +89,38 @@ def _make(data: np.ndarray, grad_fn=None) -> Tensor:
 def _make_view_of_output(data: np.ndarray, node, counter: list) -> Tensor:
     """Rebuild a node's saved output (data and version counter) with the node as grad_fn."""
     t = _make(data, node)
-    t._version = counter
+    t._vc = counter
     return t
+
+
+def _refresh_view(t: Tensor) -> None:
+    """Re-derive a view's history if its base's history changed (an in-place op) since.
+
+    The view's values changed with its base, so its gradient must flow through the base's new
+    history, as torch's regenerated ``AsStridedBackward0`` does. Cheap when nothing changed: it
+    walks the view's chain back to the node of the base it was made from.
+    """
+    base_fn = t._base._grad_fn
+    chain = t._view
+    fn = t._grad_fn
+    if base_fn is None or chain is None or fn is None:
+        return  # (a view made without grad, e.g. under no_grad, stays without)
+    for _ in chain:
+        fn = fn.next_functions[0][0]
+        if fn is None:
+            break
+    if fn is base_fn:
+        return
+    from .ops.views import replay_view
+    prev = _grad_state.grad_enabled
+    _grad_state.grad_enabled = True
+    try:
+        fresh = replay_view(t._base, chain)
+    finally:
+        _grad_state.grad_enabled = prev
+    t._grad_fn = fresh._grad_fn
+    t._output_nr = fresh._output_nr
+    t._requires_grad = fresh._requires_grad
 
 
 def _as_array(data, dtype: _dt.dtype | None) -> np.ndarray:
@@ -145,7 +180,7 @@ class Tensor:
     ``ember.tensor(data)`` is the usual way to make one.
     """
 
-    __slots__ = ("_data", "_grad_fn", "_requires_grad", "_output_nr", "_version", "_grad",
+    __slots__ = ("_data", "_grad_fn", "_requires_grad", "_output_nr", "_vc", "_grad",
                  "_base", "_view", "_acc", "_extra", "__weakref__")
 
     __array_priority__ = 1000  # make ndarray + Tensor defer to Tensor.__radd__
@@ -278,8 +313,12 @@ class Tensor:
         raise NotImplementedError("ember tensors expose no storage object; use .numpy()")
 
     @property
-    def _version_value(self) -> int:
-        return self._version[0]
+    def _version(self) -> int:
+        """How many in-place changes this tensor's storage has seen (shared with its views).
+
+        The counter itself is ``_vc``, a one-element list that views and detached aliases share.
+        """
+        return self._vc[0]
 
     def is_inference(self) -> bool:
         return self._extra is not None and self._extra.inference
@@ -297,14 +336,20 @@ class Tensor:
     # ------------------------------------------------------------------ autograd state
     @property
     def requires_grad(self) -> bool:
+        if self._base is not None:
+            _refresh_view(self)
         return self._requires_grad
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
+        if value and self._grad_fn is None and self._data.dtype.kind != "f":
+            raise RuntimeError(REQUIRES_GRAD_DTYPE_ERROR)
         self.requires_grad_(value)
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
-        """Set whether a leaf records operations (torch's freezing idiom: ``p.requires_grad_(False)``)."""
+        """Set whether a leaf records operations (freezing: ``p.requires_grad_(False)``)."""
+        if self._base is not None:
+            _refresh_view(self)
         if self._grad_fn is not None:
             if requires_grad:
                 return self
@@ -314,17 +359,25 @@ class Tensor:
                 "var_no_grad = var.detach()."
             )
         if requires_grad and self._data.dtype.kind != "f":
-            raise RuntimeError(REQUIRES_GRAD_DTYPE_ERROR)
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        if requires_grad and self._extra is not None and self._extra.inference \
+                and not _grad_state.inference:
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside "
+                               "InferenceMode is not allowed.")
         self._requires_grad = bool(requires_grad)
         return self
 
     @property
     def is_leaf(self) -> bool:
         """True for tensors not made by a recorded op (all tensors that don't require grad)."""
+        if self._base is not None:
+            _refresh_view(self)
         return self._grad_fn is None
 
     @property
     def grad_fn(self):
+        if self._base is not None:
+            _refresh_view(self)
         return self._grad_fn
 
     @property
@@ -345,9 +398,19 @@ class Tensor:
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of "
                                 f"type {type(value).__name__}")
             if value._data.dtype != self._data.dtype:
-                raise RuntimeError("assigned grad has data of a different type")
+                raise RuntimeError(
+                    f"attempting to assign a gradient with dtype '{_CPP_NAMES[value.dtype.name]}'"
+                    f" to a tensor with grad_dtype '{self.dtype._legacy[:-6]}'. The gradient "
+                    "must match the tensor's grad_dtype (defaults to the tensor's dtype). You "
+                    "can set the tensor's grad_dtype attribute with a specific dtype, or None to "
+                    "allow any dtype. Set grad_dtype with caution. Diverging the dtypes of a "
+                    "tensor and its gradient may break downstream systems that assume they "
+                    "match.")
             if value._data.shape != self._data.shape:
-                raise RuntimeError("assigned grad has data of a different size")
+                raise RuntimeError(
+                    f"attempting to assign a gradient of size '{list(value._data.shape)}' to a "
+                    f"tensor of size '{list(self._data.shape)}'. Please ensure that the gradient "
+                    "and the tensor are the same size")
         self._grad = value
 
     @grad.deleter
@@ -378,6 +441,8 @@ class Tensor:
 
     def _edge(self):
         """The (node, output_nr) a consumer of this tensor links to; (None, 0) if no grad."""
+        if self._base is not None:
+            _refresh_view(self)
         if self._grad_fn is not None:
             return (self._grad_fn, self._output_nr)
         if self._requires_grad:
@@ -398,7 +463,7 @@ class Tensor:
     def detach(self) -> Tensor:
         """A new tensor sharing storage (and version counter), cut from the graph."""
         t = _make(self._data)
-        t._version = self._version
+        t._vc = self._vc
         return t
 
     def detach_(self) -> Tensor:
@@ -418,6 +483,8 @@ class Tensor:
 
     def retain_grad(self) -> None:
         """Keep ``.grad`` for a non-leaf after backward (a no-op on leaves)."""
+        if self._base is not None:
+            _refresh_view(self)
         if self._grad_fn is None:
             if not self._requires_grad:
                 raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
@@ -441,6 +508,8 @@ class Tensor:
 
     def register_hook(self, hook):
         """Call ``hook(grad)`` when this tensor's gradient is computed; it may return a new one."""
+        if self._base is not None:
+            _refresh_view(self)
         if not self._requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if self._grad_fn is not None:
@@ -493,15 +562,20 @@ class Tensor:
 
     def __bool__(self) -> bool:
         if self._data.size != 1:
-            raise RuntimeError(f"Boolean value of Tensor with {'no' if self._data.size == 0 else 'more than one'} "
-                               "values is ambiguous")
+            raise RuntimeError("Boolean value of Tensor with no values is ambiguous"
+                               if self._data.size == 0 else
+                               "Boolean value of Tensor with more than one value is ambiguous")
         return bool(self._data)
 
     def __float__(self) -> float:
-        return float(self.item())
+        if self._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return float(self._data.item())
 
     def __int__(self) -> int:
-        return int(self.item())
+        if self._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return int(self._data.item())
 
     def __index__(self) -> int:
         if self._data.dtype.kind not in "iub" or self._data.size != 1:
@@ -540,7 +614,7 @@ class Tensor:
     def __deepcopy__(self, memo):
         if self._grad_fn is not None:
             raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) "
-                               "support the deepcopy protocol at the moment. If you were "
+                               "support the deepcopy protocol at the moment.  If you were "
                                "attempting to deepcopy a module, this may be because of a "
                                "torch.nn.utils.weight_norm usage, see "
                                "https://github.com/pytorch/pytorch/pull/103001")
@@ -628,7 +702,10 @@ class Tensor:
 
     @property
     def T(self) -> Tensor:
-        if self._data.ndim > 2:
+        if self._data.ndim == 0:
+            warnings.warn("Tensor.T is deprecated on 0-D tensors. This function is the identity "
+                          "in these cases.", UserWarning, stacklevel=2)
+        elif self._data.ndim != 2:
             warnings.warn("The use of `x.T` on tensors of dimension other than 2 to reverse "
                           "their shape is deprecated and it will throw an error in a future "
                           "release. Consider `x.mT` to transpose batches of matrices or "

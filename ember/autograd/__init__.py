@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from .._tensor import Tensor, _make
 from . import graph
 from .anomaly_mode import detect_anomaly, set_detect_anomaly
@@ -16,6 +14,7 @@ from .grad_mode import (
     no_grad,
     set_grad_enabled,
 )
+from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # functions shadow the module
 
 
 def _as_tuple(x) -> tuple:
@@ -58,6 +57,12 @@ def _make_grads(outputs: tuple, grads: tuple, create_graph: bool) -> list:
     return out
 
 
+def _not_a_tensor_error(obj) -> RuntimeError:
+    # torch raises RuntimeError (not TypeError) for this
+    return RuntimeError(f"all inputs have to be Tensors or GradientEdges, but got "
+                        f"{type(obj).__name__}")
+
+
 def _check_outputs(outputs: tuple) -> None:
     for i, o in enumerate(outputs):
         if not isinstance(o, Tensor):
@@ -87,8 +92,10 @@ def backward(tensors, grad_tensors=None, retain_graph: bool | None = None,
     grads = _make_grads(outputs, grads, create_graph)
     if inputs is not None:
         for t in inputs:
-            if not t._requires_grad:
-                raise RuntimeError("One of the differentiated Tensors does not require grad")
+            if not isinstance(t, Tensor):
+                raise _not_a_tensor_error(t)
+            if not t._requires_grad:  # torch's wording: it retains grads of non-leaf inputs
+                raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
     run_backward(list(outputs), grads, retain_graph, create_graph,
                  list(inputs) if inputs is not None else None, accumulate=True)
 
@@ -116,19 +123,19 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,
     _check_outputs(outs)
     for t in ins:
         if not isinstance(t, Tensor):
-            raise TypeError(f"grad expects Tensors as inputs, but got {type(t).__name__}")
+            raise _not_a_tensor_error(t)
         if not t._requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
     grads = _make_grads(outs, grads, create_graph)
     result = run_backward(list(outs), grads, retain_graph, create_graph, list(ins),
                           accumulate=False)
     out = []
-    for t, g in zip(ins, result):
+    for i, (t, g) in enumerate(zip(ins, result)):
         if g is None:
             if not allow_unused:
-                raise RuntimeError("One of the differentiated Tensors appears to not have been "
-                                   "used in the graph. Set allow_unused=True if this is the "
-                                   "desired behavior.")
+                raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have "
+                                   "been used in the graph. Set allow_unused=True if this is "
+                                   "the desired behavior.")
             if materialize_grads:
                 import numpy as np
                 g = _make(np.zeros(t._data.shape, dtype=t._data.dtype))
@@ -138,7 +145,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,
     return tuple(out)
 
 
-def Variable(data, requires_grad: bool = False, volatile: bool = False) -> Tensor:  # noqa: N802
+def Variable(data, requires_grad: bool = False, volatile: bool = False) -> Tensor:
     """Legacy ``torch.autograd.Variable``: returns the tensor itself (optionally requiring grad)."""
     if not isinstance(data, Tensor):
         raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
@@ -149,12 +156,6 @@ def Variable(data, requires_grad: bool = False, volatile: bool = False) -> Tenso
 
 def __getattr__(name: str):
     # Heavy or rarely used parts load on first use, keeping ``import ember`` fast.
-    if name in ("gradcheck", "gradgradcheck", "GradcheckError"):
-        import importlib
-        _gc = importlib.import_module(".gradcheck", __name__)
-        for attr in ("gradcheck", "gradgradcheck", "GradcheckError"):
-            globals()[attr] = getattr(_gc, attr)  # the function shadows its module, as in torch
-        return globals()[name]
     if name == "functional":
         import importlib
         return importlib.import_module(".functional", __name__)
@@ -162,8 +163,9 @@ def __getattr__(name: str):
 
 
 __all__ = [
-    "Function", "FunctionCtx", "InplaceFunction", "Variable", "backward", "detect_anomaly",
-    "enable_grad", "grad", "graph", "inference_mode", "is_grad_enabled",
+    "Function", "FunctionCtx", "GradcheckError", "InplaceFunction", "Variable", "backward",
+    "detect_anomaly", "enable_grad", "grad", "gradcheck", "gradgradcheck", "graph",
+    "inference_mode", "is_grad_enabled",
     "is_inference_mode_enabled", "no_grad", "once_differentiable", "set_detect_anomaly",
     "set_grad_enabled",
 ]

@@ -17,9 +17,10 @@ class AnomalyMode:
     check_nan = True
 
 
-def capture_trace() -> list[str]:
+def capture_trace(skip: int = 3) -> list[str]:
+    """The current stack, less its ``skip`` innermost frames (ember's own recording code)."""
     import traceback
-    return traceback.format_stack()[:-3]
+    return traceback.format_stack()[:-skip]
 
 
 def is_anomaly_enabled() -> bool:

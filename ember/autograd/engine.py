@@ -67,7 +67,7 @@ def _np_to_dtype(np_dtype):
     return from_numpy_dtype(np_dtype)
 
 
-def _collect(roots: list[Node]) -> tuple[list[Node], dict]:
+def _collect(roots: list[Node]) -> list[Node]:
     """All nodes reachable from ``roots``, children listed before parents (post-order)."""
     order: list[Node] = []
     seen: set[int] = set()
@@ -87,6 +87,26 @@ def _collect(roots: list[Node]) -> tuple[list[Node], dict]:
     return order
 
 
+def _count_deps(roots: list[Node]) -> dict[int, int]:
+    """For every node reachable from ``roots``: how many edges lead into it (one pass)."""
+    deps: dict[int, int] = {}
+    seen: set[int] = set()
+    stack = []
+    for r in roots:
+        if id(r) not in seen:
+            seen.add(id(r))
+            stack.append(r)
+    while stack:
+        for child, _ in stack.pop().next_functions:
+            if child is not None:
+                cid = id(child)
+                deps[cid] = deps.get(cid, 0) + 1
+                if cid not in seen:
+                    seen.add(cid)
+                    stack.append(child)
+    return deps
+
+
 def _num_outputs(node: Node) -> int:
     return getattr(node, "_num_outputs", 1)
 
@@ -102,28 +122,29 @@ def run_backward(outputs: list[Tensor], grads: list[Tensor], keep_graph: bool,
     """
     root_edges = [t._edge() for t in outputs]
     roots = [e[0] for e in root_edges]
-    order = _collect(roots)
 
     targets: dict[int, list[tuple[int, int]]] = {}  # id(node) -> [(output_nr, input index)]
     if inputs is not None:
+        order = _collect(roots)
         for k, t in enumerate(inputs):
             node, nr = t._edge()
             targets.setdefault(id(node), []).append((nr, k))
-        needed: set[int] = set()
+        needed: set[int] | None = set()
         for node in order:  # children first
             if id(node) in targets or any(c is not None and id(c) in needed
                                           for c, _ in node.next_functions):
                 needed.add(id(node))
+        deps: dict[int, int] = {}
+        for node in order:
+            if id(node) not in needed:
+                continue
+            for child, _ in node.next_functions:
+                if child is not None and id(child) in needed:
+                    deps[id(child)] = deps.get(id(child), 0) + 1
+        del order
     else:
         needed = None
-
-    deps: dict[int, int] = {}
-    for node in order:
-        if needed is not None and id(node) not in needed:
-            continue
-        for child, _ in node.next_functions:
-            if child is not None and (needed is None or id(child) in needed):
-                deps[id(child)] = deps.get(id(child), 0) + 1
+        deps = _count_deps(roots)
 
     buffers: dict[int, list] = {}
     for node, (_, nr), g in zip(roots, root_edges, grads):
@@ -141,16 +162,26 @@ def run_backward(outputs: list[Tensor], grads: list[Tensor], keep_graph: bool,
             queued.add(id(node))
             heapq.heappush(ready, (-node._sequence_nr, id(node), node))
 
-    prev_mode = _grad_state.grad_enabled
-    _grad_state.grad_enabled = create_graph
+    heappop, heappush = heapq.heappop, heapq.heappush
+    prev_mode = (_grad_state.grad_mode, _grad_state.grad_enabled)
+    _grad_state.grad_mode = _grad_state.grad_enabled = create_graph
     try:
         while ready:
-            _, _, node = heapq.heappop(ready)
+            node = heappop(ready)[2]
             grads_in = buffers.pop(id(node))
+            hits = targets.get(id(node)) if needed is not None else None
+            goes_on = True
+            if hits is not None and type(node) is not AccumulateGrad:
+                goes_on = any(c is not None and id(c) in needed for c, _ in node.next_functions)
+                if goes_on and not accumulate:
+                    # as torch does: autograd.grad captures an input's gradient before the
+                    # tensor hooks when its node runs on (after them when it stops there)
+                    for nr, k in hits:
+                        captured[k] = grads_in[nr]
+                    hits = None
             hooks = node._hooks
             if hooks is not None:
                 grads_in = _run_pre_hooks(node, hooks, grads_in)
-            hits = targets.get(id(node)) if inputs is not None else None
             if type(node) is AccumulateGrad:
                 g = grads_in[0]
                 if hits is not None and not accumulate:
@@ -165,8 +196,8 @@ def run_backward(outputs: list[Tensor], grads: list[Tensor], keep_graph: bool,
                         _accumulate_non_leaf(inputs[k], grads_in[nr])
                     else:
                         captured[k] = grads_in[nr]
-                if not any(c is not None and id(c) in needed for c, _ in node.next_functions):
-                    continue
+            if not goes_on:
+                continue
             grads_out = _call(node, grads_in)
             if hooks is not None and hooks.post:
                 for fn in list(hooks.post.values()):
@@ -176,11 +207,14 @@ def run_backward(outputs: list[Tensor], grads: list[Tensor], keep_graph: bool,
             if not keep_graph:
                 node._release()
             meta = node._in_meta
+            n_out = len(grads_out)
             for i, (child, nr) in enumerate(node.next_functions):
-                if child is None or (needed is not None and id(child) not in needed):
+                if child is None:
                     continue
-                g = grads_out[i] if i < len(grads_out) else None
                 cid = id(child)
+                if needed is not None and cid not in needed:
+                    continue
+                g = grads_out[i] if i < n_out else None
                 if g is not None:
                     if meta is not None:
                         m = meta[i]
@@ -196,9 +230,9 @@ def run_backward(outputs: list[Tensor], grads: list[Tensor], keep_graph: bool,
                 if left == 0:
                     if cid not in buffers:
                         buffers[cid] = [None] * _num_outputs(child)
-                    heapq.heappush(ready, (-child._sequence_nr, cid, child))
+                    heappush(ready, (-child._sequence_nr, cid, child))
     finally:
-        _grad_state.grad_enabled = prev_mode
+        _grad_state.grad_mode, _grad_state.grad_enabled = prev_mode
     return captured
 
 
@@ -227,14 +261,28 @@ def _call(node: Node, grads_in: list) -> tuple:
     return out if type(out) is tuple else (out,)
 
 
+def _checked_hook_result(fn, grad: Tensor, res) -> Tensor:
+    """A tensor hook's replacement gradient, refused (as torch does) if it changes kind."""
+    if not isinstance(res, Tensor):
+        raise TypeError(f"expected Variable, but hook returned '{type(res).__name__}'")
+    name = getattr(fn, "__name__", repr(fn))
+    if res._data.shape != grad._data.shape:
+        raise RuntimeError(f"hook '{name}' has changed the size of value")
+    if res._data.dtype != grad._data.dtype:
+        raise RuntimeError(f"hook '{name}' has changed the type of value (was {grad.type()} "
+                           f"got {res.type()})")
+    return res
+
+
 def _run_pre_hooks(node: Node, hooks, grads_in: list) -> list:
     for nr, registry in hooks.tensor_pre.items():
         for fn in list(registry.values()):
-            if grads_in[nr] is None:
+            g = grads_in[nr]
+            if g is None:
                 break
-            res = fn(grads_in[nr])
+            res = fn(g)
             if res is not None:
-                grads_in[nr] = res
+                grads_in[nr] = _checked_hook_result(fn, g, res)
     for nr, fn in hooks.retain.items():
         if grads_in[nr] is not None:
             fn(grads_in[nr])
@@ -251,7 +299,7 @@ def _run_leaf_hooks(var: Tensor, grad: Tensor | None) -> Tensor | None:
         for fn in list(extra.hooks.values()):
             res = fn(grad)
             if res is not None:
-                grad = res
+                grad = _checked_hook_result(fn, grad, res)
     return grad
 
 
@@ -260,16 +308,18 @@ def _accumulate(var: Tensor, grad: Tensor, create_graph: bool) -> None:
     grad = _run_leaf_hooks(var, grad)
     old = var._grad
     if old is None:
-        if create_graph:
-            var._grad = grad
+        # a private copy (the same gradient may reach several leaves): with create_graph, a
+        # differentiable one, CopyBackwards as in torch
+        if create_graph and grad._requires_grad:
+            from ..ops.inplace import CopyBackwards
+            var._grad = CopyBackwards.apply(_make(np.empty_like(grad._data)), grad)
         else:
-            # a private copy: the same gradient object may reach several leaves
             var._grad = _make(np.array(grad._data, copy=True))
-    elif create_graph or old._requires_grad:
+    elif create_graph or not old._data.flags.writeable:
         var._grad = old + grad
-    else:
+    else:  # in place, as torch does outside create_graph (even into a grad that has history)
         np.add(old._data, grad._data, out=old._data, casting="unsafe")
-        old._version[0] += 1
+        old._vc[0] += 1
     extra = var._extra
     if extra is not None and extra.post_acc_hooks:
         for fn in list(extra.post_acc_hooks.values()):

@@ -16,17 +16,23 @@ from .._tensor import Tensor, _make
 from .anomaly_mode import AnomalyMode, capture_trace
 from .grad_mode import no_grad
 from .grad_mode import state as _grad_state
-from .graph import FREED_MESSAGE, Node, _modified_error, next_sequence_nr
+from .graph import (
+    FREED_MESSAGE,
+    INFERENCE_SAVE_ERROR,
+    Node,
+    _modified_error,
+    next_sequence_nr,
+)
 
 
 class FunctionCtx:
     """What ``forward`` can tell ``backward`` (also usable on its own, as in torch)."""
 
     def save_for_backward(self, *tensors) -> None:
-        for t in tensors:
+        for i, t in enumerate(tensors):
             if t is not None and not isinstance(t, Tensor):
                 raise TypeError("save_for_backward can only save variables, but argument "
-                                f"{tensors.index(t)} is of type {type(t).__name__}")
+                                f"{i} is of type {type(t).__name__}")
         self._to_save = tensors
 
     def save_for_forward(self, *tensors) -> None:
@@ -60,16 +66,16 @@ class BackwardCFunction(Node, FunctionCtx):
             if entry is None:
                 out.append(None)
             elif isinstance(entry, Tensor):
-                if entry._version[0] != version:
+                if entry._vc[0] != version:
                     raise _modified_error(entry, version)
                 out.append(entry)
             else:  # one of our own outputs, kept as (data, counter, output_nr): no cycle
                 data, counter, nr = entry
                 if counter[0] != version:
                     raise _modified_error(None, version, data=data, node=self,
-                                          current=counter[0])
+                                          current=counter[0], nr=nr)
                 t = _make(data, self)
-                t._version = counter
+                t._vc = counter
                 t._output_nr = nr
                 out.append(t)
         return tuple(out)
@@ -92,6 +98,9 @@ class BackwardCFunction(Node, FunctionCtx):
             else:
                 raise RuntimeError(f"function {self.name()} returned an incorrect number of "
                                    f"gradients (expected {n}, got {len(result)})")
+        for g in result:
+            if g is not None and not isinstance(g, Tensor):
+                raise RuntimeError(f"expected Variable or None (got {type(g).__name__})")
         return tuple(result[i] for i in self._tensor_args)
 
     def _release(self) -> None:
@@ -175,7 +184,7 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
             node.next_functions = tuple(a._edge() for a in tensor_args)
             node._in_meta = tuple((a._data.shape, a._data.dtype) for a in tensor_args)
             node._sequence_nr = next_sequence_nr()
-            node._trace = capture_trace() if AnomalyMode.enabled else None
+            node._trace = capture_trace(2) if AnomalyMode.enabled else None
             node._num_outputs = len(outputs)
             node._out_meta = [(o._data.shape, o._data.dtype) if isinstance(o, Tensor)
                               else ((), np.float32) for o in outputs]
@@ -187,15 +196,25 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
                 if recording and o._requires_grad and o._grad_fn is None and grad_on:
                     raise RuntimeError("a leaf Variable that requires grad has been used in an "
                                        "in-place operation.")
-                o._version[0] += 1
+                base = o._base
+                if grad_on and base is not None and base._requires_grad \
+                        and base._grad_fn is None:
+                    raise RuntimeError("a view of a leaf Variable that requires grad is being "
+                                       "used in an in-place operation.")
+                o._vc[0] += 1
             elif id(o) in arg_ids:
                 alias = _make(o._data)  # torch returns a view of an input returned as is
-                alias._version = o._version
+                alias._vc = o._vc
                 o = outputs[i] = alias
             if recording and id(o) not in non_diff and o._data.dtype.kind == "f":
+                if id(o) in dirty and o._base is not None and o._view is not None:
+                    from ..ops.inplace import rebase_view  # a view changed in place
+                    rebase_view(o, node, i)
+                    continue
                 o._grad_fn = node
                 o._output_nr = i
                 o._requires_grad = True
+                o._view = None  # a view made in forward: its history is this node, not its base
             elif id(o) in non_diff:
                 o._requires_grad = False
 
@@ -207,18 +226,21 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
                     saved.append(None)
                     versions.append(None)
                 elif id(t) in out_ids and t._grad_fn is node:
-                    saved.append((t._data, t._version, out_ids[id(t)]))
-                    versions.append(t._version[0])
+                    saved.append((t._data, t._vc, out_ids[id(t)]))
+                    versions.append(t._vc[0])
                 else:
+                    if t._extra is not None and t._extra.inference:
+                        raise RuntimeError(INFERENCE_SAVE_ERROR)
                     saved.append(t)
-                    versions.append(t._version[0])
+                    versions.append(t._vc[0])
             node._saved = tuple(saved)
             node._saved_versions = tuple(versions)
         else:
             node._saved = tuple(node._to_save)
-            node._saved_versions = tuple(t._version[0] if t is not None else None
+            node._saved_versions = tuple(t._vc[0] if t is not None else None
                                          for t in node._to_save)
-        node._to_save = ()
+        # the node must not hold its outputs (a reference cycle): drop what forward handed it
+        node._to_save = node._dirty = node._non_differentiable = ()
         return tuple(outputs) if is_tuple else outputs[0]
 
 

@@ -11,16 +11,22 @@ import threading
 
 
 class _GradState(threading.local):
-    grad_enabled = True
+    grad_mode = True      # the grad mode users set and read (is_grad_enabled)
     inference = False
+    grad_enabled = True   # whether ops record: grad mode outside inference mode (hot paths)
 
 
 state = _GradState()
 
 
+def _set_grad_mode(mode: bool) -> None:
+    state.grad_mode = mode
+    state.grad_enabled = mode and not state.inference
+
+
 def is_grad_enabled() -> bool:
-    """True when operations are recorded for autograd on this thread."""
-    return state.grad_enabled
+    """The grad mode of this thread (ops record when it is on, outside inference mode)."""
+    return state.grad_mode
 
 
 def is_inference_mode_enabled() -> bool:
@@ -45,47 +51,61 @@ class _DecoratorContextManager:
         return type(self)()
 
 
-class no_grad(_DecoratorContextManager):
+class _NoParamDecoratorContextManager(_DecoratorContextManager):
+    """Also usable as a bare decorator, ``@no_grad``, as in torch."""
+
+    def __new__(cls, orig_func=None):
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)
+
+
+class no_grad(_NoParamDecoratorContextManager):
     """Disable gradient recording: results of ops do not require grad."""
 
     def __init__(self) -> None:
         self.prev = True
 
     def __enter__(self) -> None:
-        self.prev = state.grad_enabled
-        state.grad_enabled = False
+        self.prev = state.grad_mode
+        _set_grad_mode(False)
 
     def __exit__(self, *exc) -> None:
-        state.grad_enabled = self.prev
+        _set_grad_mode(self.prev)
 
 
-class enable_grad(_DecoratorContextManager):
-    """Enable gradient recording inside a ``no_grad`` block."""
+class enable_grad(_NoParamDecoratorContextManager):
+    """Enable gradient recording inside a ``no_grad`` block (not inside inference mode)."""
 
     def __init__(self) -> None:
         self.prev = False
 
     def __enter__(self) -> None:
-        self.prev = state.grad_enabled
-        state.grad_enabled = True
+        self.prev = state.grad_mode
+        _set_grad_mode(True)
 
     def __exit__(self, *exc) -> None:
-        state.grad_enabled = self.prev
+        _set_grad_mode(self.prev)
 
 
 class set_grad_enabled(_DecoratorContextManager):
     """Set grad mode now (as a function call) or for a ``with`` block (restored on exit)."""
 
     def __init__(self, mode: bool) -> None:
-        self.prev = state.grad_enabled
+        self.prev = state.grad_mode
         self.mode = bool(mode)
-        state.grad_enabled = self.mode
+        _set_grad_mode(self.mode)
 
     def __enter__(self) -> None:
         pass
 
     def __exit__(self, *exc) -> None:
-        state.grad_enabled = self.prev
+        _set_grad_mode(self.prev)
+
+    def __call__(self, func):
+        # as a decorator (``@set_grad_enabled(False)``) it must not change the mode at import
+        _set_grad_mode(self.prev)
+        return super().__call__(func)
 
     def clone(self):
         return type(self)(self.mode)
@@ -94,29 +114,28 @@ class set_grad_enabled(_DecoratorContextManager):
 class inference_mode(_DecoratorContextManager):
     """``no_grad`` that also marks new tensors as inference tensors, as torch does.
 
-    Inference tensors cannot later be saved for backward; ``clone()`` one outside the block to
-    get a normal tensor.
+    Nothing records inside it, even under ``enable_grad``. Inference tensors cannot later be
+    saved for backward; ``clone()`` one outside the block to get a normal tensor.
+    ``inference_mode(False)`` turns inference mode off and grad mode on for its block.
     """
+
+    def __new__(cls, mode=True):
+        if isinstance(mode, bool):
+            return super().__new__(cls)
+        return cls()(mode)  # bare ``@inference_mode``
 
     def __init__(self, mode: bool = True) -> None:
         self.mode = bool(mode)
         self.prev = (True, False)
 
     def __enter__(self) -> None:
-        self.prev = (state.grad_enabled, state.inference)
-        if self.mode:
-            state.grad_enabled = False
-            state.inference = True
-        else:
-            state.inference = False
+        self.prev = (state.grad_mode, state.inference)
+        state.inference = self.mode
+        _set_grad_mode(not self.mode)
 
     def __exit__(self, *exc) -> None:
-        state.grad_enabled, state.inference = self.prev
+        state.inference = self.prev[1]
+        _set_grad_mode(self.prev[0])
 
     def clone(self):
         return type(self)(self.mode)
-
-    def __call__(self, func):
-        if isinstance(func, bool):  # @inference_mode(False) style is handled by __init__
-            return type(self)(func)
-        return super().__call__(func)

@@ -24,6 +24,13 @@ FREED_MESSAGE = (
     "calling backward."
 )
 
+INFERENCE_SAVE_ERROR = (
+    "Inference tensors cannot be saved for backward. Please do not use Tensors created in "
+    "inference mode in computation tracked by autograd. To work around this, you can make a "
+    "clone to get a normal tensor and use it in autograd, or use `torch.no_grad()` instead of "
+    "`torch.inference_mode()`."
+)
+
 
 class _NodeHooks:
     __slots__ = ("pre", "post", "tensor_pre", "retain")
@@ -39,7 +46,7 @@ class Node:
     """A function in the backward graph. ``name()`` is torch's name, e.g. ``MulBackward0``."""
 
     __slots__ = ("next_functions", "_sequence_nr", "_in_meta", "_saved", "_saved_versions",
-                 "_saved_out", "_hooks", "_trace", "__weakref__")
+                 "_saved_out", "_hooks", "_trace", "_metadata", "__weakref__")
 
     def name(self) -> str:
         return type(self).__name__
@@ -80,7 +87,12 @@ class Node:
 
     @property
     def metadata(self) -> dict:
-        return {}
+        """A dict for the user's own data about this node (kept with the node)."""
+        try:
+            return self._metadata
+        except AttributeError:  # set on first use, to keep recording an op cheap
+            self._metadata = {}
+            return self._metadata
 
     # --- saved tensors ---
     def _check_saved(self) -> tuple:
@@ -88,7 +100,7 @@ class Node:
         if saved is None:
             raise RuntimeError(FREED_MESSAGE)
         for t, version in zip(saved, self._saved_versions):
-            if version is not None and t._version[0] != version:
+            if version is not None and t._vc[0] != version:
                 raise _modified_error(t, version)
         return saved
 
@@ -96,19 +108,20 @@ class Node:
         saved = self._saved_out
         if saved is None:
             raise RuntimeError(FREED_MESSAGE)
-        data, counter = saved
-        if counter[0] != 0:
-            raise _modified_error(None, 0, data=data, node=self, current=counter[0])
+        data, counter, version = saved
+        if counter[0] != version:
+            raise _modified_error(None, version, data=data, node=self, current=counter[0])
         from .._tensor import _make_view_of_output
         return _make_view_of_output(data, self, counter)
 
 
-def _modified_error(t, expected: int, data=None, node=None, current=None) -> RuntimeError:
+def _modified_error(t, expected: int, data=None, node=None, current=None,
+                    nr: int = 0) -> RuntimeError:
+    # torch names the tensor's current grad_fn (for a saved output: the node that saved it)
+    # without its "Backward0" suffix: "output 0 of Exp"
     if t is not None:
-        data, node, current = t._data, t._grad_fn, t._version[0]
-        where = f", which is output {t._output_nr} of {node.name()}," if node is not None else ""
-    else:
-        where = f", which is output 0 of {node.name()},"
+        data, node, current, nr = t._data, t._grad_fn, t._vc[0], t._output_nr
+    where = f", which is output {nr} of {_op_name(node)}," if node is not None else ""
     from .._backend import from_numpy_dtype
     dtype = from_numpy_dtype(data.dtype)
     shape = ", ".join(str(s) for s in data.shape)
@@ -116,8 +129,16 @@ def _modified_error(t, expected: int, data=None, node=None, current=None) -> Run
         "one of the variables needed for gradient computation has been modified by an inplace "
         f"operation: [torch.{dtype._legacy} [{shape}]]{where} is at version {current}; expected "
         f"version {expected} instead. Hint: enable anomaly detection to find the operation "
-        "that failed to compute its gradient, with torch.autograd.set_detect_anomaly(True)."
+        "that failed to compute its gradient, with torch.autograd.set_detect_anomaly(True, "
+        "check_nan=False)."
     )
+
+
+def _op_name(node) -> str:
+    """``ExpBackward0`` -> ``Exp``: how torch names a node in this message."""
+    name = node.name()
+    head, sep, tail = name.rpartition("Backward")
+    return head if sep and head and (not tail or tail.isdigit()) else name
 
 
 class AccumulateGrad(Node):

@@ -20,20 +20,13 @@ from .elementwise import (
 from .indexing import getitem, index_put, masked_fill, nonzero, setitem
 from .inplace import copy_, fill_, inplace as _inplace, zero_
 from .linalg import bmm, dot, matmul, mm, mv
-from .reduction import all, amax, any, argmax, argmin, max, mean, min, norm, sum
+from .joining import cat, concat, concatenate, stack
+from .reduction import all, amax, amin, any, argmax, argmin, max, mean, min, norm, sum
 from .views import (
     broadcast_shapes, broadcast_tensors, broadcast_to, expand, expand_as, flatten, movedim,
-    moveaxis, permute, reshape, reshape_as, squeeze, swapaxes, swapdims, t, transpose,
+    moveaxis, permute, reshape, reshape_as, squeeze, swapaxes, swapdims, t, transpose, unbind,
     unflatten, unsqueeze, view, view_as,
 )
-
-
-def unbind(input: Tensor, dim: int = 0) -> tuple:
-    """``torch.unbind``: the slices along ``dim``, as views."""
-    from .._tensor import _wrap_dim
-    d = _wrap_dim(dim, input._data.ndim)
-    lead = (slice(None),) * d
-    return tuple(getitem(input, lead + (i,)) for i in range(input._data.shape[d]))
 
 
 # name -> function: each becomes Tensor.name
@@ -44,7 +37,8 @@ METHODS = {f.__name__ if n is None else n: f for n, f in [
     (None, tanh), (None, sigmoid), (None, relu), (None, abs), ("absolute", abs), (None, sign),
     (None, square), (None, reciprocal), (None, clamp), ("clip", clamp), (None, clamp_min),
     (None, clamp_max), (None, maximum), (None, minimum), (None, masked_fill), (None, sum),
-    (None, mean), (None, norm), (None, max), (None, min), (None, amax), (None, argmax),
+    (None, mean), (None, norm), (None, max), (None, min), (None, amax), (None, amin),
+    (None, argmax),
     (None, argmin), (None, all), (None, any), (None, matmul), (None, mm), (None, mv),
     (None, dot), (None, bmm), (None, view), (None, view_as), (None, reshape),
     (None, reshape_as), (None, flatten), (None, unflatten), (None, transpose),
@@ -100,7 +94,11 @@ def _new_tensor(self, data, dtype=None, device=None, requires_grad=False):
 
 
 def _invert(self):
-    return logical_not(self) if self._data.dtype.kind == "b" else bitwise_not(self)
+    kind = self._data.dtype.kind
+    if kind == "f":
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type "
+                        "tensors")
+    return logical_not(self) if kind == "b" else bitwise_not(self)
 
 
 OPERATORS = {

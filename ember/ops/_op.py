@@ -20,20 +20,16 @@ from __future__ import annotations
 import numpy as np
 
 from .._backend import dtypes as _dt
-from .._tensor import Tensor, _make
+from .._tensor import Tensor, _make, _refresh_view
 from ..autograd.anomaly_mode import AnomalyMode, capture_trace
 from ..autograd.grad_mode import state as _grad_state
-from ..autograd.graph import Node, next_sequence_nr
+from ..autograd.graph import INFERENCE_SAVE_ERROR, Node, next_sequence_nr
 
 _new = object.__new__
 _ndarray = np.ndarray
 _asarray = np.asarray
 _FROM_NP = _dt._FROM_NP
-
-INFERENCE_SAVE_ERROR = (
-    "Inference tensors cannot be saved for backward. To work around you can make a clone to get "
-    "a normal tensor and use it in autograd."
-)
+_NO_EDGE = (None, 0)
 
 
 class Op(Node):
@@ -86,11 +82,27 @@ def apply1(cls, x: Tensor, *params) -> Tensor:
 
 def _record(node: Op, inputs, out: np.ndarray) -> Tensor:
     """Link ``node`` into the graph: edges, input metadata, saved tensors; wrap ``out``."""
-    node.next_functions = tuple(
-        x._edge() if isinstance(x, Tensor) else (None, 0) for x in inputs)
+    edges = []
+    meta = []
+    for x in inputs:  # one pass, Tensor._edge inlined: this runs for every recorded op
+        if isinstance(x, Tensor):
+            if x._base is not None:
+                _refresh_view(x)
+            fn = x._grad_fn
+            if fn is not None:
+                edges.append((fn, x._output_nr))
+            elif x._requires_grad:
+                edges.append((x._accumulator(), 0))
+            else:
+                edges.append(_NO_EDGE)
+            d = x._data
+            meta.append((d.shape, d.dtype))
+        else:
+            edges.append(_NO_EDGE)
+            meta.append(None)
+    node.next_functions = tuple(edges)
+    node._in_meta = tuple(meta)
     node._sequence_nr = next_sequence_nr()
-    node._in_meta = tuple(
-        (x._data.shape, x._data.dtype) if isinstance(x, Tensor) else None for x in inputs)
     node._hooks = None
     node._trace = capture_trace() if AnomalyMode.enabled else None
     save = node.save_inputs
@@ -101,7 +113,7 @@ def _record(node: Op, inputs, out: np.ndarray) -> Tensor:
             if isinstance(t, Tensor):
                 if t._extra is not None and t._extra.inference:
                     raise RuntimeError(INFERENCE_SAVE_ERROR)
-                versions.append(t._version[0])
+                versions.append(t._vc[0])
             else:
                 versions.append(None)
         node._saved = saved
@@ -110,7 +122,7 @@ def _record(node: Op, inputs, out: np.ndarray) -> Tensor:
         node._saved = ()
         node._saved_versions = ()
     result = _make(out, node)
-    node._saved_out = (out, result._version) if node.save_output else None
+    node._saved_out = (out, result._vc, 0) if node.save_output else None
     return result
 
 
@@ -161,7 +173,13 @@ class BinaryOp(Op):
     def apply(cls, a, b, *params) -> Tensor:
         node = _new(cls)
         ad, bd = promote(a, b, cls.int_to_float)
-        out = node.forward(ad, bd, *params)
+        try:
+            out = node.forward(ad, bd, *params)
+        except ValueError:
+            err = broadcast_error(np.shape(ad), np.shape(bd))
+            if err is None:
+                raise
+            raise err from None
         if type(out) is not _ndarray:
             out = _asarray(out)
         if _grad_state.grad_enabled and (
@@ -169,6 +187,18 @@ class BinaryOp(Op):
                 or (isinstance(b, Tensor) and b._requires_grad)):
             return _record(node, (a, b), out)
         return _make(out)
+
+
+def broadcast_error(a_shape: tuple, b_shape: tuple) -> RuntimeError | None:
+    """Torch's error for two shapes that don't broadcast (None if they do)."""
+    n = max(len(a_shape), len(b_shape))
+    for i in range(1, n + 1):  # torch reports the trailing-most mismatch
+        sa = a_shape[-i] if i <= len(a_shape) else 1
+        sb = b_shape[-i] if i <= len(b_shape) else 1
+        if sa != sb and sa != 1 and sb != 1:
+            return RuntimeError(f"The size of tensor a ({sa}) must match the size of tensor b "
+                                f"({sb}) at non-singleton dimension {n - i}")
+    return None
 
 
 def wrap_scalar(value, like: Tensor | None = None) -> Tensor:

@@ -10,7 +10,7 @@ import numpy as np
 
 from .._backend import dtypes as _dt
 from .._tensor import Tensor, _make
-from ._op import BinaryOp, Op, apply1, promote
+from ._op import BinaryOp, Op, apply1, broadcast_error, promote
 
 # --------------------------------------------------------------------------- binary arithmetic
 
@@ -41,16 +41,32 @@ class SubBackward0(BinaryOp):
         return grad, (-grad if self.alpha == 1 else grad * -self.alpha)
 
 
-class RsubBackward1(BinaryOp):
-    """rsub(input, other) = other - input (``2 - x``): d/dinput = -grad."""
+class RsubBackward0(BinaryOp):
+    """rsub(input, other: Tensor, alpha) = other - alpha * input: d/dinput = -alpha * grad."""
 
-    __slots__ = ()
+    __slots__ = ("alpha",)
 
-    def forward(self, a, b):
-        return b - a
+    def forward(self, a, b, alpha=1):
+        self.alpha = alpha
+        return b - a if alpha == 1 else b - alpha * a
 
     def backward(self, grad):
-        return -grad, grad
+        return (-grad if self.alpha == 1 else grad * -self.alpha), grad
+
+
+class RsubBackward1(Op):
+    """rsub(input, other: scalar, alpha) (what ``2 - x`` records): one edge, for input."""
+
+    __slots__ = ("alpha",)
+
+    def forward(self, a, b, alpha, dtype):
+        self.alpha = alpha
+        if a.dtype != dtype:
+            a = a.astype(dtype)
+        return b - a if alpha == 1 else b - alpha * a
+
+    def backward(self, grad):
+        return -grad if self.alpha == 1 else grad * -self.alpha
 
 
 class MulBackward0(BinaryOp):
@@ -86,13 +102,15 @@ class DivBackward0(BinaryOp):
         return ga, gb
 
 
-class DivBackward1(BinaryOp):
+class DivBackward2(BinaryOp):
     """div(input, other, rounding_mode='trunc'|'floor'): zero gradient almost everywhere."""
 
     __slots__ = ("mode",)
 
     def forward(self, a, b, mode):
         self.mode = mode
+        if np.result_type(a, b).kind in "iub" and not np.all(b):
+            raise RuntimeError("ZeroDivisionError")  # torch's wording for integer x // 0
         with np.errstate(divide="ignore", invalid="ignore"):
             if mode == "floor":
                 if a.dtype.kind in "iu" if isinstance(a, np.ndarray) else isinstance(a, int):
@@ -136,6 +154,8 @@ class PowBackward1(BinaryOp):
     save_output = True
 
     def forward(self, a, b):
+        if a.dtype.kind in "iu" and b.dtype.kind in "iu":
+            return _int_power(a, b)
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.power(a, b)
 
@@ -143,12 +163,12 @@ class PowBackward1(BinaryOp):
         a, b = self.saved()
         ga = gb = None
         if self.needs_grad(0):
-            ga = grad * b * pow_tensor(a, b - 1)
+            # torch: no gradient where exponent == 0 (not 0 * 0 ** -1 = nan)
+            ga = grad * b * pow_tensor(a, where(b == 0, 1.0, b) - 1)
         if self.needs_grad(1):
             out = self.saved_output()
-            # torch: no gradient where input == 0 and exponent >= 0 (it would be 0 * -inf)
-            safe = where((a == 0) & (b >= 0), 0.0, out * log(a))
-            gb = grad * safe
+            # torch: no gradient where input == 0 and exponent >= 0 (not 0 * log 0 = nan)
+            gb = grad * out * log(where((a == 0) & (b >= 0), 1.0, a))
         return ga, gb
 
 
@@ -162,10 +182,29 @@ class PowBackward2(Op):
         self.base = base
         if e.dtype.kind != "f" and isinstance(base, float):
             e = e.astype(_dt.get_default_dtype().np)
-        return np.power(base, e)
+        if e.dtype.kind in "iu" and isinstance(base, int):
+            return _int_power(np.asarray(base, dtype=e.dtype), e)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.power(base, e)
 
     def backward(self, grad):
-        return grad * self.saved_output() * float(np.log(self.base))
+        out = self.saved_output()
+        if self.base == 0:  # torch: no gradient where exponent >= 0 (not 0 * log 0 = nan)
+            d = out._data
+            return grad * out * _make(np.where(np.isfinite(d), 0.0, -np.inf).astype(d.dtype))
+        with np.errstate(invalid="ignore"):
+            return grad * out * float(np.log(self.base))
+
+
+def _int_power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Integer ``a ** b`` as torch computes it: a negative exponent gives 1, -1 or 0."""
+    neg = b < 0
+    if not neg.any():
+        return np.power(a, b)
+    out = np.power(a, np.where(neg, 0, b).astype(b.dtype))
+    odd = (b % 2).astype(bool)
+    special = np.where(a == 1, 1, np.where(a == -1, np.where(odd, -1, 1), 0))
+    return np.where(neg, special, out).astype(out.dtype)
 
 
 class MaximumBackward0(BinaryOp):
@@ -206,14 +245,14 @@ class WhereBackward0(Op):
 
     __slots__ = ("cond",)
 
-    def forward(self, cond, a, b):
+    def forward(self, a, b, cond):
         self.cond = cond
         return np.where(cond, a, b)
 
     def backward(self, grad):
         c = _make(self.cond)
-        zero = grad * 0
-        return None, where(c, grad, zero), where(c, zero, grad)
+        return (where(c, grad, 0.0) if self.needs_grad(0) else None,
+                where(c, 0.0, grad) if self.needs_grad(1) else None)
 
 
 # --------------------------------------------------------------------------- unary ops
@@ -365,7 +404,7 @@ class SignBackward0(Op):
     __slots__ = ()
 
     def forward(self, a):
-        return np.sign(a)
+        return np.sign(a) if a.dtype.kind != "b" else a.copy()
 
     def backward(self, grad):
         return grad * 0
@@ -402,14 +441,34 @@ class ClampBackward1(Op):
 
     def backward(self, grad):
         (a,) = self.saved()
-        keep = a._data >= self.lo if self.lo is not None else True
-        if self.hi is not None:
-            keep = keep & (a._data <= self.hi)
-        return grad * _make(np.asarray(keep, dtype=grad._data.dtype))
+        x, lo, hi = a._data, self.lo, self.hi
+        keep = x <= hi if lo is None else x >= lo if hi is None else (x >= lo) & (x <= hi)
+        return where(_make(keep), grad, 0.0)
+
+
+class ClampMinBackward0(ClampBackward1):
+    """clamp_min(input, min: scalar)."""
+
+    __slots__ = ()
+
+    def forward(self, a, lo):
+        return ClampBackward1.forward(self, a, lo, None)
+
+
+class ClampMaxBackward0(ClampBackward1):
+    """clamp_max(input, max: scalar)."""
+
+    __slots__ = ()
+
+    def forward(self, a, hi):
+        return ClampBackward1.forward(self, a, None, hi)
 
 
 class ClampBackward0(Op):
-    """clamp(input, min, max) with tensor bounds: each bound gets the gradient where it won."""
+    """clamp(input, min, max) with tensor bounds: each bound gets the gradient where it won.
+
+    As in torch, where min > max the result is max, and max takes the gradient.
+    """
 
     __slots__ = ()
     save_inputs = (0, 1, 2)
@@ -424,19 +483,48 @@ class ClampBackward0(Op):
 
     def backward(self, grad):
         a, lo, hi = self.saved()
-        keep = np.ones(a.shape, dtype=bool)
-        glo = ghi = None
-        if hi is not None:
-            above = (a._data > hi._data)
-            keep &= ~above
-            ghi = grad * _make(above.astype(grad._data.dtype))
-        if lo is not None:
-            below = (a._data < lo._data)
-            if hi is not None:
-                below &= ~(lo._data > hi._data)
-            keep &= ~below
-            glo = grad * _make(below.astype(grad._data.dtype))
-        return grad * _make(keep.astype(grad._data.dtype)), glo, ghi
+        x = a._data
+        if lo is None:
+            return where(_make(x <= hi._data), grad, 0.0), None, _masked(grad, x > hi._data)
+        if hi is None:
+            return where(_make(x >= lo._data), grad, 0.0), _masked(grad, x < lo._data), None
+        lo, hi = lo._data, hi._data
+        return (where(_make((x >= lo) & (x <= hi)), grad, 0.0),
+                _masked(grad, (x < lo) & (lo < hi)),
+                _masked(grad, (x > hi) | (hi < lo)))
+
+
+class ClampMinBackward1(Op):
+    """clamp_min(input, min: Tensor): min gets the gradient where it won."""
+
+    __slots__ = ()
+    save_inputs = (0, 1)
+
+    def forward(self, a, lo):
+        return np.maximum(a, lo)
+
+    def backward(self, grad):
+        a, lo = self.saved()
+        return _masked(grad, a._data >= lo._data), _masked(grad, a._data < lo._data)
+
+
+class ClampMaxBackward1(Op):
+    """clamp_max(input, max: Tensor): max gets the gradient where it won."""
+
+    __slots__ = ()
+    save_inputs = (0, 1)
+
+    def forward(self, a, hi):
+        return np.minimum(a, hi)
+
+    def backward(self, grad):
+        a, hi = self.saved()
+        return _masked(grad, a._data <= hi._data), _masked(grad, a._data > hi._data)
+
+
+def _masked(grad: Tensor, keep: np.ndarray) -> Tensor:
+    """``grad`` where ``keep``, else 0 (broadcast: the engine sums back to each input)."""
+    return where(_make(keep), grad, 0.0)
 
 
 class ToCopyBackward0(Op):
@@ -464,6 +552,11 @@ class CloneBackward0(Op):
 # --------------------------------------------------------------------------- public functions
 
 
+def scalar_name(dt: _dt.dtype) -> str:
+    """torch's C++ name of a dtype, as its messages print it: Float, Long, Half, Bool, ..."""
+    return dt._legacy[:-len("Tensor")]
+
+
 def _check_tensor(x, op: str) -> Tensor:
     if not isinstance(x, Tensor):
         raise TypeError(f"{op}(): argument 'input' (position 1) must be Tensor, not "
@@ -476,7 +569,19 @@ def add(input, other, *, alpha=1, out=None) -> Tensor:
     if not isinstance(input, Tensor):
         return AddBackward0.apply(other, input, alpha) if alpha == 1 else add(
             wrap_like(input, other), other, alpha=alpha)
+    if alpha.__class__ is not int:
+        _alpha_check(input, other, alpha)
     return _maybe_out(AddBackward0.apply(input, other, alpha), out)
+
+
+def _alpha_check(input, other, alpha) -> None:
+    """torch: a floating alpha needs a floating result, a bool alpha a bool one."""
+    rt = _dt.result_type(input, other)
+    if isinstance(alpha, bool) and rt is not _dt.bool_:
+        raise RuntimeError("Boolean alpha only supported for Boolean results.")
+    if isinstance(alpha, float) and not rt.is_floating_point:
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating "
+                           "point number.")
 
 
 def sub(input, other, *, alpha=1, out=None) -> Tensor:
@@ -484,11 +589,23 @@ def sub(input, other, *, alpha=1, out=None) -> Tensor:
     if not isinstance(input, Tensor):
         return rsub(other, input) if alpha == 1 else sub(wrap_like(input, other), other,
                                                          alpha=alpha)
-    if input._data.dtype == np.bool_ and (isinstance(other, bool) or (
-            isinstance(other, Tensor) and other._data.dtype == np.bool_)):
+    _sub_check(input, other)
+    if alpha.__class__ is not int:
+        _alpha_check(input, other, alpha)
+    return _maybe_out(SubBackward0.apply(input, other, alpha), out)
+
+
+def _sub_check(input: Tensor, other) -> None:
+    """torch refuses subtraction with a bool operand (a Python bool counts as one)."""
+    a = input._data.dtype == np.bool_
+    b = other.__class__ is bool or (isinstance(other, Tensor) and other._data.dtype == np.bool_)
+    if a and b:
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
                            "supported. Use the `^` or `logical_xor()` operator instead.")
-    return _maybe_out(SubBackward0.apply(input, other, alpha), out)
+    if a or b:
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
+                           "If you are trying to invert a mask, use the `~` or `logical_not()` "
+                           "operator instead.")
 
 
 subtract = sub
@@ -496,9 +613,15 @@ subtract = sub
 
 def rsub(input, other, *, alpha=1) -> Tensor:
     """``torch.rsub``: other - alpha * input (what ``2 - x`` computes)."""
-    if alpha != 1:
-        return sub(other, input * alpha) if isinstance(other, Tensor) else -input * alpha + other
-    return RsubBackward1.apply(input, other)
+    _sub_check(input, other)
+    if alpha.__class__ is not int:
+        _alpha_check(input, other, alpha)
+    if isinstance(other, Tensor):
+        return RsubBackward0.apply(input, other, alpha)
+    dt = input._data.dtype
+    if dt.kind != "f" or type(other) not in (int, float):
+        dt = _dt.result_type(input, other).np
+    return apply1(RsubBackward1, input, other, alpha, dt)
 
 
 def mul(input, other, *, out=None) -> Tensor:
@@ -518,7 +641,7 @@ def div(input, other, *, rounding_mode: str | None = None, out=None) -> Tensor:
     if rounding_mode not in ("trunc", "floor"):
         raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
                            f"but found '{rounding_mode}'")
-    return _maybe_out(DivBackward1.apply(input, other, rounding_mode), out)
+    return _maybe_out(DivBackward2.apply(input, other, rounding_mode), out)
 
 
 divide = div
@@ -539,7 +662,7 @@ def pow(input, exponent, *, out=None) -> Tensor:  # noqa: A001 - torch's name
 
 
 def pow_scalar(x: Tensor, e) -> Tensor:
-    if isinstance(e, bool) or not isinstance(e, (int, float)):
+    if not isinstance(e, (int, float)):
         raise TypeError(f"pow(): exponent must be a number or Tensor, got {type(e).__name__}")
     if x._data.dtype.kind in "iu" and isinstance(e, int) and e < 0:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
@@ -623,9 +746,11 @@ def clamp(input: Tensor, min=None, max=None, *, out=None) -> Tensor:  # noqa: A0
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
-        lo = wrap_like(min, input) if min is not None else None
-        hi = wrap_like(max, input) if max is not None else None
-        return _maybe_out(ClampBackward0.apply(input, lo, hi), out)
+        x, lo, hi = _promote_all(input, min, max)
+        try:
+            return _maybe_out(ClampBackward0.apply(x, lo, hi), out)
+        except ValueError:
+            _raise_not_broadcastable(*(v for v in (x, lo, hi) if v is not None))
     return _maybe_out(apply1(ClampBackward1, input, min, max), out)
 
 
@@ -633,11 +758,29 @@ clip = clamp
 
 
 def clamp_min(input: Tensor, min) -> Tensor:  # noqa: A002
-    return clamp(input, min=min)
+    """``torch.clamp_min``: max(input, min), min a number or a tensor."""
+    if isinstance(min, Tensor):
+        try:
+            return ClampMinBackward1.apply(*_promote_all(input, min))
+        except ValueError:
+            _raise_not_broadcastable(input, min)
+    return apply1(ClampMinBackward0, input, min)
 
 
 def clamp_max(input: Tensor, max) -> Tensor:  # noqa: A002
-    return clamp(input, max=max)
+    """``torch.clamp_max``: min(input, max), max a number or a tensor."""
+    if isinstance(max, Tensor):
+        try:
+            return ClampMaxBackward1.apply(*_promote_all(input, max))
+        except ValueError:
+            _raise_not_broadcastable(input, max)
+    return apply1(ClampMaxBackward0, input, max)
+
+
+def _promote_all(*operands) -> list:
+    """Tensors (or numbers, or None) cast to their common dtype, as torch's promotion says."""
+    rt = _dt.result_type(*(v for v in operands if v is not None))
+    return [None if v is None else _as_dtype(v, rt) for v in operands]
 
 
 def maximum(input: Tensor, other: Tensor) -> Tensor:
@@ -658,15 +801,21 @@ def where(condition, input=None, other=None) -> Tensor:
     cond = condition._data if isinstance(condition, Tensor) else np.asarray(condition)
     if cond.dtype != np.bool_:
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor "
-                           f"with dtype {_dt.from_numpy_dtype(cond.dtype)}")
-    a, b = promote(input, other)
-    ta = input if isinstance(input, Tensor) else _make(np.asarray(a))
-    tb = other if isinstance(other, Tensor) else _make(np.asarray(b))
-    if ta._data.dtype != np.asarray(a).dtype:
-        ta = ta.to(_dt.from_numpy_dtype(np.asarray(a).dtype))
-    if tb._data.dtype != np.asarray(b).dtype:
-        tb = tb.to(_dt.from_numpy_dtype(np.asarray(b).dtype))
-    return WhereBackward0.apply(cond, ta, tb)
+                           f"with dtype {scalar_name(_dt.from_numpy_dtype(cond.dtype))}")
+    rt = _dt.result_type(input, other)
+    ta = _as_dtype(input, rt)
+    tb = _as_dtype(other, rt)
+    try:
+        return WhereBackward0.apply(ta, tb, params=(cond,))
+    except ValueError:
+        _raise_not_broadcastable(cond, ta, tb)
+
+
+def _as_dtype(x, dt: _dt.dtype) -> Tensor:
+    """``x`` (a Tensor or a Python number) as a tensor of dtype ``dt`` (a differentiable cast)."""
+    if not isinstance(x, Tensor):
+        return _make(np.asarray(x, dtype=dt.np))
+    return x if x._data.dtype == dt.np else x.to(dt)
 
 
 def to_dtype(input: Tensor, dtype: _dt.dtype) -> Tensor:
@@ -709,10 +858,26 @@ def _maybe_out(result: Tensor, out: Tensor | None) -> Tensor:
 # Not differentiable: results are bool tensors that never require grad.
 
 
+def _raise_not_broadcastable(*operands) -> None:
+    """In an ``except ValueError``: raise torch's error if the operands' shapes don't
+    broadcast (folded left to right, as torch reports them), else re-raise."""
+    shape = ()
+    for x in operands:
+        s = np.shape(x._data if isinstance(x, Tensor) else x)
+        err = broadcast_error(shape, s)
+        if err is not None:
+            raise err from None
+        shape = np.broadcast_shapes(shape, s)
+    raise  # noqa: PLE0704 - re-raise the ValueError being handled
+
+
 def _compare(ufunc, name: str):
     def fn(input, other) -> Tensor:
         a, b = promote(input, other)
-        return _make(np.asarray(ufunc(a, b)))
+        try:
+            return _make(np.asarray(ufunc(a, b)))
+        except ValueError:
+            _raise_not_broadcastable(a, b)
     fn.__name__ = name
     fn.__doc__ = f"``torch.{name}``: elementwise comparison with broadcasting; a bool tensor."
     return fn
@@ -734,7 +899,10 @@ def logical_not(input: Tensor) -> Tensor:
 def _logical(ufunc, name: str):
     def fn(input: Tensor, other) -> Tensor:
         b = other._data if isinstance(other, Tensor) else np.asarray(other)
-        return _make(np.asarray(ufunc(input._data, b)))
+        try:
+            return _make(np.asarray(ufunc(input._data, b)))
+        except ValueError:
+            _raise_not_broadcastable(input, b)
     fn.__name__ = name
     return fn
 
@@ -747,9 +915,18 @@ logical_xor = _logical(np.logical_xor, "logical_xor")
 def _bitwise(ufunc, name):
     def fn(input, other) -> Tensor:
         a, b = promote(input, other)
-        if np.asarray(a).dtype.kind == "f" or np.asarray(b).dtype.kind == "f":
-            raise RuntimeError(f"\"{name}_cpu\" not implemented for 'Float'")
-        return _make(np.asarray(ufunc(a, b)))
+        dt = np.result_type(a, b)
+        if dt.kind == "f":
+            try:
+                np.broadcast_shapes(np.shape(a), np.shape(b))
+            except ValueError:
+                _raise_not_broadcastable(a, b)
+            raise NotImplementedError(f"\"{name}_cpu\" not implemented for "
+                                      f"'{scalar_name(_dt.from_numpy_dtype(dt))}'")
+        try:
+            return _make(np.asarray(ufunc(a, b)))
+        except ValueError:
+            _raise_not_broadcastable(a, b)
     fn.__name__ = name
     return fn
 
@@ -761,7 +938,8 @@ bitwise_xor = _bitwise(np.bitwise_xor, "bitwise_xor")
 
 def bitwise_not(input: Tensor) -> Tensor:
     if input._data.dtype.kind == "f":
-        raise RuntimeError("\"bitwise_not_cpu\" not implemented for 'Float'")
+        raise NotImplementedError(f"\"bitwise_not_cpu\" not implemented for "
+                                  f"'{scalar_name(input.dtype)}'")
     return _make(np.invert(input._data))
 
 

@@ -35,8 +35,14 @@ def normalize_key(key):
         elif isinstance(k, (list, np.ndarray)):
             k = np.asarray(k)
             if k.dtype.kind == "f":
-                raise IndexError("tensors used as indices must be long, int, byte or bool "
-                                 "tensors")
+                if k.size:
+                    raise IndexError("tensors used as indices must be long, int, byte or bool "
+                                     "tensors")
+                k = k.astype(np.int64)  # x[[]]: an empty index list
+        elif isinstance(k, slice):
+            if k.step is not None and k.step <= 0:
+                raise ValueError("slice step cannot be zero" if k.step == 0
+                                 else "step must be greater than zero")
         elif not isinstance(k, _BASIC):
             raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or "
                              "byte Variables are valid indices (got "
@@ -163,16 +169,50 @@ class IndexPutBackward0(Op):
         return ga, gv
 
 
-def _index_error(err: IndexError, shape) -> IndexError:
+def _index_error(err: IndexError, shape, key: tuple) -> IndexError:
+    """NumPy's IndexError for ``key`` reworded as torch words it."""
     msg = str(err)
     if "out of bounds for axis" in msg:
         msg = msg.replace("axis", "dimension")
     elif "too many indices" in msg:
         msg = f"too many indices for tensor of dimension {len(shape)}"
     elif "boolean index did not match" in msg:
-        msg = "The shape of the mask " + msg.split("boolean index did not match indexed array "
-                                                   "along ")[-1]
+        return _mask_mismatch(key, shape) or IndexError(msg)
     return IndexError(msg)
+
+
+def _mask_mismatch(key: tuple, shape: tuple) -> IndexError | None:
+    """torch's error for the first bool mask in ``key`` whose shape doesn't fit the dims it
+    indexes. As in torch, ints, slices and None apply first: the mask is checked against
+    that view, where it covers as many dims as it has."""
+    def is_mask(k):
+        return isinstance(k, np.ndarray) and k.dtype == np.bool_ and k.ndim
+    # the view left by the basic part of the key: each array's dims kept whole
+    basic = []
+    for k in key:
+        if isinstance(k, np.ndarray):  # a 0-d bool (x[True]) adds a dim, as None does
+            basic += [slice(None)] * k.ndim if is_mask(k) else [None if k.ndim == 0 else
+                                                                 slice(None)]
+        else:
+            basic.append(k)
+    try:
+        view = np.broadcast_to(np.empty((), np.bool_), shape)[tuple(basic)].shape
+    except IndexError:
+        return None
+    rest = [k for k in key if not isinstance(k, int)]  # ints leave no dim in the view
+    width = [k.ndim if is_mask(k) else 0 if k is Ellipsis else 1 for k in rest]
+    dim = 0
+    for k, w in zip(rest, width):
+        if k is Ellipsis:
+            dim += len(view) - sum(width)
+        elif is_mask(k):
+            for j, size in enumerate(k.shape):
+                if dim + j >= len(view) or view[dim + j] != size:
+                    return IndexError(f"The shape of the mask {list(k.shape)} at index {j} does "
+                                      f"not match the shape of the indexed tensor {list(view)} "
+                                      f"at index {dim + j}")
+        dim += w
+    return None
 
 
 def getitem(input: Tensor, key) -> Tensor:
@@ -185,7 +225,7 @@ def getitem(input: Tensor, key) -> Tensor:
     try:
         return apply1(IndexBackward0, input, key)
     except IndexError as e:
-        raise _index_error(e, shape) from None
+        raise _index_error(e, shape, key) from None
 
 
 def setitem(input: Tensor, key, value) -> None:
@@ -206,7 +246,7 @@ def index_put_op(input: Tensor, key, value) -> Tensor:
     try:
         return IndexPutBackward0.apply(input, value, params=(key,))
     except IndexError as e:
-        raise _index_error(e, input._data.shape) from None
+        raise _index_error(e, input._data.shape, key) from None
     except ValueError as e:
         raise RuntimeError(f"shape mismatch: value tensor of shape "
                            f"{list(np.shape(value._data if isinstance(value, Tensor) else value))}"
@@ -232,26 +272,47 @@ class MaskedFillBackward0(Op):
         return apply1(MaskedFillBackward0, grad, self.mask, 0)
 
 
+class MaskedFillBackward1(Op):
+    """masked_fill(input, mask, value: 0-d Tensor): value gets the sum of grad where mask."""
+
+    __slots__ = ("mask",)
+
+    def forward(self, a, value, mask):
+        self.mask = mask
+        return np.where(mask, value.astype(a.dtype), a)
+
+    def backward(self, grad):
+        from .elementwise import where
+        mask = _make(self.mask)
+        return (apply1(MaskedFillBackward0, grad, self.mask, 0) if self.needs_grad(0) else None,
+                where(mask, grad, 0.0).sum() if self.needs_grad(1) else None)
+
+
 def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
     """``torch.masked_fill``: value where mask is True."""
     if not isinstance(mask, Tensor) or mask._data.dtype != np.bool_:
-        raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype "
-                           f"{getattr(mask, 'dtype', type(mask).__name__)}")
-    if isinstance(value, Tensor):
-        if value._data.ndim:
-            raise RuntimeError("masked_fill_ only supports a 0-dimensional value tensor, but got "
-                               f"tensor with {value._data.ndim} dimension(s).")
-        value = value.item()
-    return apply1(MaskedFillBackward0, input, mask._data, value)
+        from .._tensor import _CPP_NAMES
+        name = _CPP_NAMES[mask.dtype.name] if isinstance(mask, Tensor) else type(mask).__name__
+        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
+                           f"{name}")
+    if isinstance(value, Tensor) and value._data.ndim:
+        raise RuntimeError("masked_fill_ only supports a 0-dimensional value tensor, but got "
+                           f"tensor with {value._data.ndim} dimension(s).")
+    try:
+        if isinstance(value, Tensor):  # a tensor value gets a gradient too
+            return MaskedFillBackward1.apply(input, value, params=(mask._data,))
+        return apply1(MaskedFillBackward0, input, mask._data, value)
+    except ValueError:
+        from .elementwise import _raise_not_broadcastable
+        _raise_not_broadcastable(mask, input)
 
 
 def nonzero(input: Tensor, *, as_tuple: bool = False):
     """``torch.nonzero``: (n, ndim) int64 indices, or a tuple of 1-D index tensors."""
     d = input._data
-    if as_tuple:
-        if d.ndim == 0:
-            return (_make(np.zeros(int(bool(d)), dtype=np.int64)),)
-        return tuple(_make(i.astype(np.int64)) for i in np.nonzero(d))
+    if as_tuple:  # views of one index matrix, as in torch (a 0-d input counts as 1-d)
+        from .views import unbind
+        return unbind(_make(np.argwhere(d.reshape(1) if d.ndim == 0 else d).astype(np.int64)), 1)
     return _make(np.argwhere(d).astype(np.int64))
 
 

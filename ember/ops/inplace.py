@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._tensor import Tensor, _make
+from .._tensor import Tensor, _make, _refresh_view
 from ..autograd.grad_mode import state as _grad_state
-from ._op import Op, _record
+from ..autograd.graph import next_sequence_nr
+from ._op import Op
 from .views import replay_view, replay_view_array
 
 LEAF_ERROR = "a leaf Variable that requires grad is being used in an in-place operation."
-VIEW_OF_LEAF_ERROR = "a view of a leaf Variable that requires grad is being used in an in-place operation."
-INFERENCE_ERROR = ("Inplace update to inference tensor outside InferenceMode is not allowed. You "
-                   "can make a clone to get a normal tensor before doing inplace update. See "
+VIEW_OF_LEAF_ERROR = ("a view of a leaf Variable that requires grad is being used in an in-place "
+                      "operation.")
+# (torch's wording, missing spaces included, so that searching for it finds torch's issues)
+INFERENCE_ERROR = ("Inplace update to inference tensor outside InferenceMode is not allowed.You "
+                   "can make a clone to get a normal tensor before doing inplace update.See "
                    "https://github.com/pytorch/rfcs/pull/17 for more details.")
 
 
@@ -51,9 +54,8 @@ def _check_cast(self: Tensor, result: np.ndarray, name: str) -> None:
         return
     if (src.kind == "f" and dst.kind in "iub") or (src.kind in "iu" and dst.kind == "b"):
         from .._backend import from_numpy_dtype
-        raise RuntimeError(f"result type {from_numpy_dtype(src).name.capitalize()} can't be cast "
-                           f"to the desired output type "
-                           f"{from_numpy_dtype(dst)._legacy.replace('Tensor', '')}")
+        raise RuntimeError(f"result type {from_numpy_dtype(src)._legacy[:-6]} can't be cast "
+                           f"to the desired output type {from_numpy_dtype(dst)._legacy[:-6]}")
 
 
 def _write(self: Tensor, result: np.ndarray, name: str) -> None:
@@ -74,11 +76,13 @@ def _write(self: Tensor, result: np.ndarray, name: str) -> None:
                 "a single memory location. Please clone() the tensor before performing the "
                 "operation.") from None
         raise
-    self._version[0] += 1
+    self._vc[0] += 1
 
 
 def inplace(self: Tensor, fn, *args, **kwargs) -> Tensor:
     """Run ``fn(self, *args)`` and store the result in ``self`` (see the module docstring)."""
+    if self._base is not None:
+        _refresh_view(self)
     check_inplace(self)
     if not _grad_state.grad_enabled:
         result = fn(self, *args, **kwargs)
@@ -90,58 +94,146 @@ def inplace(self: Tensor, fn, *args, **kwargs) -> Tensor:
         result = fn(self, *args, **kwargs)
         _write(self, result._data, getattr(fn, "__name__", "op"))
         return self
-    result = fn(_snapshot(self), *args, **kwargs)
+    snap = _snapshot(self)
+    result = fn(snap, *args, **kwargs)
     _write(self, result._data, getattr(fn, "__name__", "op"))
-    _rebase_history(self, result)
+    _rebase_history(self, result, snap)
     return self
 
 
-def _rebase_history(self: Tensor, result: Tensor) -> None:
+def _rebase_history(self: Tensor, result: Tensor, snap: Tensor) -> None:
     node = result._grad_fn
     if node is None:
         return
     if node._saved_out is not None:  # the node's saved output now lives in self
-        node._saved_out = (self._data, self._version)
+        node._saved_out = (self._data, self._vc, self._vc[0])
     base = self._base
     if base is None or self._view is None:
+        _move_retained_grad(self, node, result._output_nr)
         self._grad_fn = node
         self._output_nr = result._output_nr
         self._requires_grad = True
         return
-    # self is a view: the base's history becomes CopySlices(old base, new view values) ...
+    # CopySlices absorbs the op when its first input is the view's old values; not when the
+    # op saved its output (rebuilt with the op as grad_fn, it keeps the op in the graph)
+    first, meta = node.next_functions[0], node._in_meta
+    absorb = (first[0] is snap._grad_fn and first[1] == snap._output_nr and meta is not None
+              and meta[0] is not None and meta[0][0] == self._data.shape
+              and node._saved_out is None)
+    rebase_view(self, node, result._output_nr, absorb)
+
+
+def _move_retained_grad(t: Tensor, node, output_nr: int) -> None:
+    """``retain_grad`` follows the tensor to its new history, as in torch."""
+    extra = t._extra
+    old = t._grad_fn
+    if extra is None or not extra.retains_grad or old is None or old._hooks is None:
+        return
+    fn = old._hooks.retain.pop(t._output_nr, None)
+    if fn is not None:
+        node._get_hooks().retain[output_nr] = fn
+
+
+def rebase_view(self: Tensor, node, output_nr: int, absorb: bool = False) -> None:
+    """Make ``node`` (output ``output_nr``) the new history of the view ``self``.
+
+    The base's history becomes ``CopySlices``; with ``absorb``, ``node``'s first input must be
+    the view's old values, and CopySlices takes ``node``'s place in the graph, as in torch.
+    """
+    base = self._base
+    # the base's history becomes CopySlices(old base, op) ...
     cs = object.__new__(CopySlices)
     cs.chain = self._view
-    mask = np.ones(base._data.shape, dtype=bool)
-    replay_view_array(mask, self._view)[...] = False
-    cs.mask = mask
-    base_edge = _make(base._data)
-    base_edge._grad_fn, base_edge._output_nr = base._grad_fn, base._output_nr
-    base_edge._requires_grad, base_edge._acc = base._requires_grad, base._acc
-    new_base = _record(cs, (base_edge, result), base._data)
-    base._grad_fn = new_base._grad_fn
+    cs._sequence_nr = next_sequence_nr()
+    cs._hooks = None
+    cs._trace = node._trace
+    cs._saved = ()
+    cs._saved_versions = ()
+    cs._saved_out = None
+    base_edge = base._edge()
+    base_meta = (base._data.shape, base._data.dtype)
+    if absorb:
+        cs.fn = node
+        cs.next_functions = (base_edge,) + node.next_functions[1:]
+        cs._in_meta = (base_meta,) + node._in_meta[1:]
+    else:  # e.g. a composite op: keep it as a child, fed the view's part of the gradient
+        cs.fn = None
+        cs.next_functions = (base_edge, (node, output_nr))
+        cs._in_meta = (base_meta, (self._data.shape, self._data.dtype))
+    _move_retained_grad(base, cs, 0)
+    base._grad_fn = cs
     base._output_nr = 0
     base._requires_grad = True
     # ... and the view is replayed on top of the base's new history.
     fresh = replay_view(base, self._view)
+    _move_retained_grad(self, fresh._grad_fn, fresh._output_nr)
     self._grad_fn = fresh._grad_fn
     self._output_nr = fresh._output_nr
     self._requires_grad = True
 
 
 class CopySlices(Op):
-    """In-place op on a view: d/dbase = grad outside the view, d/dvalues = grad inside it."""
+    """The base's node after an in-place op ``fn`` on its view (``chain``), as in torch.
 
-    __slots__ = ("chain", "mask")
+    Its edges are the base's old history, then ``fn``'s other inputs. Backward runs ``fn`` on
+    the view's part of the gradient; ``fn``'s gradient for the view's old values goes back
+    into that part of the base's gradient, the rest of which passes through unchanged.
+    """
+
+    __slots__ = ("chain", "fn")
+
+    def name(self) -> str:
+        return "torch::autograd::CopySlices"
 
     def backward(self, grad):
-        keep = _make(self.mask.astype(grad._data.dtype))
-        return grad * keep, replay_view(grad, self.chain)
+        chain, fn = self.chain, self.fn
+        grad_view = replay_view(grad, chain)
+        if fn is None:
+            return AsStridedScatterBackward0.apply(grad, 0.0, params=(chain,)), grad_view
+        res = fn.backward(grad_view)
+        res = res if type(res) is tuple else (res,)
+        if self.next_functions[0][0] is None:
+            return (None,) + res[1:]
+        first = res[0] if res else None
+        meta = fn._in_meta[0]
+        if first is None:
+            first = 0.0
+        elif first._data.shape != meta[0] or first._data.dtype != meta[1]:
+            from ..autograd.engine import _validate
+            first = _validate(fn, 0, first, meta)
+        return (AsStridedScatterBackward0.apply(grad, first, params=(chain,)),) + res[1:]
+
+    def _release(self) -> None:
+        if self.fn is not None:
+            self.fn._release()
+
+
+class AsStridedScatterBackward0(Op):
+    """``base`` with the elements of its view ``chain`` replaced by ``src``."""
+
+    __slots__ = ("chain",)
+
+    def forward(self, base, src, chain):
+        self.chain = chain
+        out = base.copy()
+        replay_view_array(out, chain)[...] = src
+        return out
+
+    def backward(self, grad):
+        chain = self.chain
+        g_base = AsStridedScatterBackward0.apply(grad, 0.0, params=(chain,)) \
+            if self.needs_grad(0) else None
+        g_src = replay_view(grad, chain) if self.needs_grad(1) else None
+        return g_base, g_src
 
 
 class CopyBackwards(Op):
     """copy_(self, src): d/dself = 0, d/dsrc = grad (cast and summed back by the engine)."""
 
     __slots__ = ()
+
+    def name(self) -> str:
+        return "torch::autograd::CopyBackwards"
 
     def forward(self, a, src):
         out = np.empty_like(a)
@@ -209,14 +301,23 @@ def zero_(self: Tensor) -> Tensor:
     return inplace(self, lambda t: ZeroBackward0.apply(t))
 
 
-def write_out(out: Tensor, result: Tensor) -> Tensor:
-    """Implement ``out=``: resize ``out`` if its shape differs, then copy into it."""
-    if out._requires_grad and _grad_state.grad_enabled and result._requires_grad:
-        raise RuntimeError("functions with out=... arguments don't support automatic "
-                           "differentiation, but one of the arguments requires grad.")
+def write_out(out: Tensor, result: Tensor, name: str | None = None) -> Tensor:
+    """Implement ``out=``: resize ``out`` if its shape differs, then copy into it.
+
+    As in torch, this refuses (in grad mode) when any argument, ``out`` included, requires grad.
+    ``name`` is the op's name for the message (by default, taken from the result's node).
+    """
+    if _grad_state.grad_enabled and (result._requires_grad or out._requires_grad):
+        node = result._grad_fn
+        if name is None and node is not None:
+            from ..autograd.graph import _op_name
+            name = _op_name(node).lower()
+        raise RuntimeError(f"{name + '(): ' if name else ''}functions with out=... arguments "
+                           "don't support automatic differentiation, but one of the arguments "
+                           "requires grad.")
     if out._data.shape != result._data.shape:
         out._data = np.empty(result._data.shape, dtype=out._data.dtype)
     _check_cast(out, result._data, "out")
     np.copyto(out._data, result._data, casting="unsafe")
-    out._version[0] += 1
+    out._vc[0] += 1
     return out

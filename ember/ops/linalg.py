@@ -6,6 +6,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from ._op import BinaryOp
+from .elementwise import scalar_name
 
 
 def _dtype_check(a: Tensor, b: Tensor, op: str) -> None:
@@ -62,7 +63,7 @@ class DotBackward0(BinaryOp):
 
 
 class BmmBackward0(BinaryOp):
-    """Batched matmul with broadcast batch dims; the engine sums gradients over broadcast."""
+    """bmm(a, b): d/da = grad @ b^T, d/db = a^T @ grad, per batch."""
 
     __slots__ = ()
     save_inputs = (0, 1)
@@ -72,8 +73,45 @@ class BmmBackward0(BinaryOp):
 
     def backward(self, grad):
         a, b = self.saved()
-        return (matmul(grad, b.mT) if self.needs_grad(0) else None,
-                matmul(a.mT, grad) if self.needs_grad(1) else None)
+        return (grad.bmm(b.mT) if self.needs_grad(0) else None,
+                a.mT.bmm(grad) if self.needs_grad(1) else None)
+
+
+class MatmulBackward0(BinaryOp):
+    """matmul with broadcast batch dims, where one side may be 1-d (promoted to a row or a
+    column, as NumPy and torch do); the engine sums gradients over broadcast dims.
+
+    NOTE: torch folds these cases into mm/bmm plus views, so its grad_fn names the fold
+    (UnsafeViewBackward0, ...); one node keeps ember's graph small and the result not a view.
+    """
+
+    __slots__ = ()
+    save_inputs = (0, 1)
+
+    def forward(self, a, b):
+        return np.matmul(a, b)
+
+    def backward(self, grad):
+        a, b = self.saved()
+        ga = gb = None
+        if a._data.ndim == 1:  # (k) @ (..., k, n) -> (..., n)
+            row = grad.unsqueeze(-2)
+            if self.needs_grad(0):
+                ga = matmul(row, b.mT).squeeze(-2)
+            if self.needs_grad(1):
+                gb = a.unsqueeze(-1) * row
+        elif b._data.ndim == 1:  # (..., n, k) @ (k) -> (..., n)
+            col = grad.unsqueeze(-1)
+            if self.needs_grad(0):
+                ga = col * b
+            if self.needs_grad(1):
+                gb = matmul(a.mT, col).squeeze(-1)
+        else:
+            if self.needs_grad(0):
+                ga = matmul(grad, b.mT)
+            if self.needs_grad(1):
+                gb = matmul(a.mT, grad)
+        return ga, gb
 
 
 def _size_error(op: str, a: Tensor, b: Tensor) -> RuntimeError:
@@ -94,9 +132,9 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
     if input._data.ndim != 2 or mat2._data.ndim != 2:
         bad = input if input._data.ndim != 2 else mat2
         raise RuntimeError(f"{'self' if bad is input else 'mat2'} must be a matrix")
-    _dtype_check(input, mat2, "mm")
     if input._data.shape[1] != mat2._data.shape[0]:
         raise _size_error("mm", input, mat2)
+    _dtype_check(input, mat2, "mm")
     return MmBackward0.apply(input, mat2)
 
 
@@ -118,7 +156,7 @@ def dot(input: Tensor, other: Tensor) -> Tensor:
                            f"{other._data.ndim}D tensors")
     if input._data.dtype != other._data.dtype:
         raise RuntimeError("dot : expected both vectors to have same dtype, but found "
-                           f"{input.dtype.name.capitalize()} and {other.dtype.name.capitalize()}")
+                           f"{scalar_name(input.dtype)} and {scalar_name(other.dtype)}")
     if input._data.shape[0] != other._data.shape[0]:
         raise _size_error("dot", input, other)
     return DotBackward0.apply(input, other)
@@ -127,7 +165,7 @@ def dot(input: Tensor, other: Tensor) -> Tensor:
 def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     """``torch.bmm``: (b, n, m) @ (b, m, p), no broadcasting."""
     if input._data.ndim != 3 or mat2._data.ndim != 3:
-        raise RuntimeError(f"batch1 must be a 3D tensor")
+        raise RuntimeError("batch1 must be a 3D tensor")
     if input._data.shape[0] != mat2._data.shape[0] or input._data.shape[2] != mat2._data.shape[1]:
         sa, sb = input._data.shape, mat2._data.shape
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
@@ -151,17 +189,15 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
         return mv(input, other)
     if da == 2 and db == 2:
         return mm(input, other)
-    if da == 1:
-        return matmul(input.unsqueeze(0), other).squeeze(-2)
-    if db == 1:
-        return matmul(input, other.unsqueeze(-1)).squeeze(-1)
     _dtype_check(input, other, "matmul")
-    if input._data.shape[-1] != other._data.shape[-2]:
-        raise _size_error("matmul", input, other)
+    sa, sb = input._data.shape, other._data.shape
+    if sa[-1] != sb[-2 if db > 1 else 0]:
+        rows, cols = (sa[-2] if da > 1 else 1), (sb[-1] if db > 1 else 1)
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{sa[-1]} and "
+                           f"{sb[-2 if db > 1 else 0]}x{cols})")
     try:
-        np.broadcast_shapes(input._data.shape[:-2], other._data.shape[:-2])
+        np.broadcast_shapes(sa[:-2], sb[:-2])
     except ValueError:
-        raise RuntimeError(f"The size of tensor a ({input._data.shape[-3]}) must match the size "
-                           f"of tensor b ({other._data.shape[-3]}) at non-singleton dimension "
-                           "0") from None
-    return BmmBackward0.apply(input, other)
+        raise RuntimeError(f"The size of tensor a ({sa[-3]}) must match the size "
+                           f"of tensor b ({sb[-3]}) at non-singleton dimension 0") from None
+    return MatmulBackward0.apply(input, other)

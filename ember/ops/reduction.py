@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections import namedtuple
+from itertools import pairwise
 
 import numpy as np
 
 from .._backend import dtypes as _dt
 from .._tensor import Tensor, _make, _wrap_dim
 from ._op import Op, apply1
+from .elementwise import scalar_name
 
 max_result = namedtuple("max", ["values", "indices"])
 min_result = namedtuple("min", ["values", "indices"])
@@ -16,15 +18,25 @@ max_result.__module__ = min_result.__module__ = "torch.return_types"
 
 
 def reduce_dims(dim, ndim: int) -> tuple[int, ...] | None:
-    """Normalise torch's ``dim`` (int, sequence, or None = all) to sorted positive dims."""
+    """Normalise torch's ``dim`` (int or sequence) to sorted positive dims; None stays None.
+
+    A 0-d tensor accepts dim 0 or -1 and has no dims to reduce: that gives ().
+    """
     if dim is None:
         return None
     if isinstance(dim, (int, np.integer)):
-        return (_wrap_dim(int(dim), ndim),)
+        d = _wrap_dim(int(dim), ndim)
+        return (d,) if ndim else ()
     dims = tuple(sorted(_wrap_dim(int(d), ndim) for d in dim))
-    if len(set(dims)) != len(dims):
-        raise RuntimeError(f"dim {dims} appears multiple times in the list of dims")
-    return dims if dims or ndim == 0 else None
+    for a, b in pairwise(dims):
+        if a == b:
+            raise RuntimeError(f"dim {a} appears multiple times in the list of dims")
+    return dims if ndim else ()
+
+
+def _all_if_empty(dims, ndim: int) -> tuple[int, ...]:
+    """torch's sum/mean/norm/amax read ``dim=None`` or ``dim=()`` as every dim."""
+    return dims if dims else tuple(range(ndim))
 
 
 def _expand_back(grad: Tensor, shape: tuple, dims, keepdim: bool) -> Tensor:
@@ -70,8 +82,9 @@ class MeanBackward0(Op):
 
     def forward(self, a):
         self.shape = a.shape
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.mean(a)
+        if not a.size:  # NumPy warns "Mean of empty slice"; torch quietly gives nan
+            return np.full((), np.nan, dtype=a.dtype)
+        return np.mean(a)
 
     def backward(self, grad):
         n = int(np.prod(self.shape))
@@ -85,8 +98,10 @@ class MeanBackward1(Op):
 
     def forward(self, a, dims, keepdim):
         self.shape, self.dims, self.keepdim = a.shape, dims, keepdim
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.mean(a, axis=dims, keepdims=keepdim)
+        if not a.size:  # NumPy warns "Mean of empty slice"; torch quietly gives nan
+            with np.errstate(invalid="ignore"):
+                return np.sum(a, axis=dims, keepdims=keepdim) / 0
+        return np.mean(a, axis=dims, keepdims=keepdim)
 
     def backward(self, grad):
         n = int(np.prod([self.shape[d] for d in self.dims]))
@@ -103,8 +118,10 @@ class LinalgVectorNormBackward0(Op):
     def forward(self, a, ord, dims, keepdim):
         self.ord, self.dims, self.keepdim = ord, dims, keepdim
         x = np.abs(a)
-        if ord == float("inf"):
-            return np.max(x, axis=dims, keepdims=keepdim) if x.size else np.zeros(())
+        if ord == _INF:
+            return np.max(x, axis=dims, keepdims=keepdim)
+        if ord == -_INF:
+            return np.min(x, axis=dims, keepdims=keepdim)
         if ord == 0:
             return np.sum(x != 0, axis=dims, keepdims=keepdim).astype(a.dtype)
         if ord == 2:
@@ -125,7 +142,7 @@ class LinalgVectorNormBackward0(Op):
         safe_norm = norm.masked_fill(~nonzero, 1.0)
         if p == 2:
             scale = x / safe_norm
-        elif p == float("inf"):
+        elif p == _INF or p == -_INF:
             is_max = (x.abs() == norm).to(x.dtype)
             count = _expand_back(is_max.sum(self.dims, keepdim=True), shape, None, True)
             scale = x.sign() * is_max / count
@@ -184,16 +201,41 @@ class MinBackward0(MaxBackward0):
     __slots__ = ()
 
 
+class AmaxBackward0(Op):
+    """amax(input, dim, keepdim) / amin: each slice's gradient is shared evenly by its maxima."""
+
+    __slots__ = ("dims", "keepdim")
+    save_inputs = (0,)
+    save_output = True
+
+    def forward(self, a, dims, keepdim, fn):
+        for d in dims:
+            if a.shape[d] == 0:
+                raise IndexError(f"{fn.__name__}(): Expected reduction dim {d} to have non-zero "
+                                 "size.")
+        self.dims, self.keepdim = dims, keepdim
+        return fn(a, axis=dims, keepdims=keepdim)
+
+    def backward(self, grad):
+        (x,) = self.saved()
+        shape, dims, keepdim = x.shape, self.dims, self.keepdim
+        hit = (x == _expand_back(self.saved_output(), shape, dims, keepdim)).to(grad.dtype)
+        return _expand_back(grad, shape, dims, keepdim) * hit / hit.sum(dims, keepdim=True)
+
+
+class AminBackward0(AmaxBackward0):
+    __slots__ = ()
+
+
 def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A001
     """``torch.sum``: integer and bool inputs sum to int64, as in torch."""
     out_dtype = _dt.to_dtype(dtype).np if dtype is not None else (
         np.int64 if input._data.dtype.kind in "biu" else None)
-    dims = reduce_dims(dim, input._data.ndim)
-    if dims is None:
-        if keepdim:
-            return apply1(SumBackward1, input, tuple(range(input.ndim)), True, out_dtype)
+    if dim is None and not keepdim:
         return apply1(SumBackward0, input, out_dtype)
-    return apply1(SumBackward1, input, dims, keepdim, out_dtype)
+    nd = input._data.ndim
+    return apply1(SumBackward1, input, _all_if_empty(reduce_dims(dim, nd), nd), keepdim,
+                  out_dtype)
 
 
 def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
@@ -202,14 +244,11 @@ def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tenso
         input = input.to(dtype)
     if input._data.dtype.kind != "f":
         raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a "
-                           "floating point or complex dtype. Got: "
-                           f"{_dt.from_numpy_dtype(input._data.dtype).name.capitalize()}")
-    dims = reduce_dims(dim, input._data.ndim)
-    if dims is None:
-        if keepdim:
-            return apply1(MeanBackward1, input, tuple(range(input.ndim)), True)
+                           f"floating point or complex dtype. Got: {scalar_name(input.dtype)}")
+    if dim is None and not keepdim:
         return apply1(MeanBackward0, input)
-    return apply1(MeanBackward1, input, dims, keepdim)
+    nd = input._data.ndim
+    return apply1(MeanBackward1, input, _all_if_empty(reduce_dims(dim, nd), nd), keepdim)
 
 
 def linalg_vector_norm(input: Tensor, ord=2, dim=None, keepdim: bool = False, *,
@@ -217,16 +256,36 @@ def linalg_vector_norm(input: Tensor, ord=2, dim=None, keepdim: bool = False, *,
     """``torch.linalg.vector_norm``."""
     if input._data.dtype.kind != "f":
         raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as "
-                           f"input. Got {_dt.from_numpy_dtype(input._data.dtype).name.capitalize()}")
+                           f"input. Got {scalar_name(input.dtype)}")
     if dtype is not None:
         input = input.to(dtype)
-    dims = reduce_dims(dim, input._data.ndim)
-    return apply1(LinalgVectorNormBackward0, input, float(ord), dims, keepdim)
+    nd = input._data.ndim
+    dims = None if dim is None else _all_if_empty(reduce_dims(dim, nd), nd)
+    ord = float(ord)
+    if ord in (_INF, -_INF):
+        shape = input._data.shape
+        if not input._data.size and (dims is None or 0 in [shape[d] for d in dims]):
+            sign = "-" if ord < 0 else ""
+            if dims is None:
+                where = "an empty tensor because"
+            else:  # (sic: torch's message has no space after the dim)
+                where = (f"the dimension {next(d for d in dims if shape[d] == 0)}because this "
+                         "dimension is empty and")
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {sign}inf norm on {where} "
+                               "the operation does not have an identity")
+    return apply1(LinalgVectorNormBackward0, input, ord, dims, keepdim)
+
+
+_INF = float("inf")
 
 
 def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:
     """``torch.norm``: the 2-norm (Frobenius) by default, or the vector p-norm."""
     if p == "fro" or p is None:
+        if dim is not None and not isinstance(dim, int) and len(dim) > 2:
+            # torch sends a 'fro' norm over more than two dims to matrix_norm, which refuses
+            raise RuntimeError("linalg.matrix_norm: dim must be a 2-tuple. Got "
+                               + " ".join(str(d) for d in dim))
         p = 2
     if isinstance(p, str):
         raise NotImplementedError(f"torch.norm with p='{p}' is not supported by ember yet")
@@ -263,15 +322,23 @@ def min(input: Tensor, dim=None, keepdim: bool = False, *, other=None):  # noqa:
                     min_result, "min")
 
 
+def _amax_amin(cls, input: Tensor, dim, keepdim: bool, fn) -> Tensor:
+    nd = input._data.ndim
+    dims = reduce_dims(dim, nd)
+    if not dims and not input._data.size:
+        raise RuntimeError(f"{fn.__name__}(): Expected reduction dim to be specified for "
+                           "input.numel() == 0. Specify the reduction dim with the 'dim' argument.")
+    return apply1(cls, input, _all_if_empty(dims, nd), keepdim, fn)
+
+
 def amax(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
-    if dim == () or dim is None:
-        return max(input)
-    if isinstance(dim, int):
-        return max(input, dim, keepdim).values
-    out = input
-    for d in sorted((_wrap_dim(d, input.ndim) for d in dim), reverse=True):
-        out = max(out, d, keepdim).values
-    return out
+    """``torch.amax``: the maximum over ``dim`` (all dims if empty); ties share the gradient."""
+    return _amax_amin(AmaxBackward0, input, dim, keepdim, np.amax)
+
+
+def amin(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
+    """``torch.amin``: the minimum over ``dim`` (all dims if empty); ties share the gradient."""
+    return _amax_amin(AminBackward0, input, dim, keepdim, np.amin)
 
 
 def argmax(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
@@ -279,7 +346,7 @@ def argmax(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     if dim is None:
         return _make(np.asarray(np.argmax(input._data), dtype=np.int64))
     d = _wrap_dim(dim, input._data.ndim)
-    return _make(np.argmax(input._data, axis=d, keepdims=keepdim).astype(np.int64))
+    return _make(np.asarray(np.argmax(input._data, axis=d, keepdims=keepdim), dtype=np.int64))
 
 
 def argmin(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
@@ -287,16 +354,18 @@ def argmin(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     if dim is None:
         return _make(np.asarray(np.argmin(input._data), dtype=np.int64))
     d = _wrap_dim(dim, input._data.ndim)
-    return _make(np.argmin(input._data, axis=d, keepdims=keepdim).astype(np.int64))
+    return _make(np.asarray(np.argmin(input._data, axis=d, keepdims=keepdim), dtype=np.int64))
 
 
 def all(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001
-    """``torch.all``: bool result."""
+    """``torch.all``: a bool result (uint8 for a uint8 input, as in torch)."""
     dims = reduce_dims(dim, input._data.ndim)
-    return _make(np.asarray(np.all(input._data, axis=dims, keepdims=keepdim)))
+    out = np.asarray(np.all(input._data, axis=dims, keepdims=keepdim))
+    return _make(out.astype(np.uint8) if input._data.dtype == np.uint8 else out)
 
 
 def any(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001
-    """``torch.any``: bool result."""
+    """``torch.any``: a bool result (uint8 for a uint8 input, as in torch)."""
     dims = reduce_dims(dim, input._data.ndim)
-    return _make(np.asarray(np.any(input._data, axis=dims, keepdims=keepdim)))
+    out = np.asarray(np.any(input._data, axis=dims, keepdims=keepdim))
+    return _make(out.astype(np.uint8) if input._data.dtype == np.uint8 else out)

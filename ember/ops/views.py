@@ -10,8 +10,9 @@ import math
 
 import numpy as np
 
-from .._tensor import Size, Tensor, _wrap_dim
-from ._op import Op, apply1
+from .._tensor import Size, Tensor, _make, _wrap_dim
+from ..autograd.grad_mode import state as _grad_state
+from ._op import Op, _record, apply1
 
 
 class ViewOp(Op):
@@ -23,10 +24,10 @@ class ViewOp(Op):
 def view_op(cls, x: Tensor, *params) -> Tensor:
     """Apply a view op and record the base/view relationship on the result."""
     out = apply1(cls, x, *params)
-    if np.may_share_memory(out._data, x._data):
+    if np.may_share_memory(out._data, x._data) or not out._data.size:
         base = x._base
         out._base = x if base is None else base
-        out._version = x._version
+        out._vc = x._vc
         chain = x._view
         step = (cls, params)
         out._view = (step,) if base is None else chain + (step,)
@@ -64,6 +65,12 @@ class ViewBackward0(ViewOp):
 
     def backward(self, grad):
         return grad.reshape(self.shape)
+
+
+class ReshapeAliasBackward0(ViewBackward0):
+    """reshape of a non-contiguous input whose strides still allow a view (torch's name)."""
+
+    __slots__ = ()
 
 
 class UnsafeViewBackward0(Op):
@@ -135,6 +142,12 @@ class SqueezeBackward1(ViewOp):
 
     def backward(self, grad):
         return grad.reshape(self.shape)
+
+
+class SqueezeBackward2(SqueezeBackward1):
+    """squeeze(dims: tuple): those dims removed where their size is 1."""
+
+    __slots__ = ()
 
 
 class UnsqueezeBackward0(ViewOp):
@@ -227,7 +240,8 @@ def reshape(input: Tensor, *shape) -> Tensor:
         np.reshape(input._data, shape, copy=False)
     except ValueError:
         return apply1(UnsafeViewBackward0, input, shape)
-    return view_op(ViewBackward0, input, shape)
+    cls = ViewBackward0 if input._data.flags.c_contiguous else ReshapeAliasBackward0
+    return view_op(cls, input, shape)
 
 
 def view_as(input: Tensor, other: Tensor) -> Tensor:
@@ -254,9 +268,21 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 
 
 def unflatten(input: Tensor, dim: int, sizes) -> Tensor:
+    """``torch.unflatten``: split dim ``dim`` into ``sizes`` (one may be -1)."""
     d = _wrap_dim(dim, input._data.ndim)
     shp = input._data.shape
-    sizes = _infer_shape(tuple(sizes), shp[d], None)
+    sizes = tuple(sizes)
+    if not sizes:
+        raise RuntimeError("unflatten: sizes must be non-empty")
+    if sizes.count(-1) > 1:
+        raise RuntimeError("unflatten got an unexpected error:\nonly one dimension can be "
+                           "inferred")
+    known = math.prod(s for s in sizes if s != -1)
+    n = shp[d]
+    if (n % known if known else n) if -1 in sizes else known != n:
+        raise RuntimeError(f"unflatten: Provided sizes [{', '.join(map(str, sizes))}] don't "
+                           f"multiply up to the size of dim {dim} ({n}) in the input tensor")
+    sizes = _infer_shape(sizes, n, None)
     return view(input, shp[:d] + sizes + shp[d + 1:])
 
 
@@ -296,10 +322,11 @@ def squeeze(input: Tensor, dim=None) -> Tensor:
     if dim is None:
         return view_op(SqueezeBackward0, input)
     nd = input._data.ndim
-    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    one = isinstance(dim, int)
+    dims = (dim,) if one else tuple(dim)
     dims = tuple(d for d in (_wrap_dim(d, nd) for d in dims)
                  if nd and input._data.shape[d] == 1)
-    return view_op(SqueezeBackward1, input, dims)
+    return view_op(SqueezeBackward1 if one else SqueezeBackward2, input, dims)
 
 
 def unsqueeze(input: Tensor, dim: int) -> Tensor:
@@ -313,33 +340,28 @@ def expand(input: Tensor, *sizes) -> Tensor:
     shp = input._data.shape
     nd = len(sizes)
     if nd < len(shp):
-        raise RuntimeError(f"expand({input.dtype._legacy.replace('Tensor', '')}Type{{{list(shp)}}}"
+        raise RuntimeError(f"expand(torch.{input.dtype._legacy}{{{list(shp)}}}"
                            f", size=[{', '.join(map(str, sizes))}]): the number of sizes provided "
                            f"({nd}) must be greater or equal to the number of dimensions in the "
                            f"tensor ({len(shp)})")
     lead = nd - len(shp)
-    target = []
-    for i, s in enumerate(sizes):
+    target = list(sizes)
+    for i in range(nd - 1, -1, -1):  # torch checks (and reports) from the last dim back
+        s = sizes[i]
         if i < lead:
             if s < 0:
                 raise RuntimeError(f"The expanded size of the tensor ({s}) isn't allowed in a "
-                                   "leading, non-existing dimension 0")
-            target.append(s)
+                                   f"leading, non-existing dimension {i}")
             continue
         cur = shp[i - lead]
         if s == -1:
-            target.append(cur)
-        elif cur == 1 or cur == s:
-            target.append(s)
-        else:
+            target[i] = cur
+        elif cur != 1 and cur != s:
             raise RuntimeError(f"The expanded size of the tensor ({s}) must match the existing "
                                f"size ({cur}) at non-singleton dimension {i}.  Target sizes: "
                                f"[{', '.join(map(str, sizes))}].  Tensor sizes: "
                                f"[{', '.join(map(str, shp))}]")
-    target = tuple(target)
-    if target == shp:
-        return view_op(ExpandBackward0, input, target) if input._requires_grad else input
-    return view_op(ExpandBackward0, input, target)
+    return view_op(ExpandBackward0, input, tuple(target))
 
 
 def expand_as(input: Tensor, other: Tensor) -> Tensor:
@@ -361,15 +383,21 @@ def broadcast_shapes(*shapes) -> Size:
 
 def broadcast_tensors(*tensors: Tensor) -> tuple:
     shape = broadcast_shapes(*[t._data.shape for t in tensors])
-    return tuple(expand(t, shape) for t in tensors)
+    return tuple(t if t._data.shape == shape else expand(t, shape) for t in tensors)
 
 
 def movedim(input: Tensor, source, destination) -> Tensor:
     nd = input._data.ndim
     src = [source] if isinstance(source, int) else list(source)
     dst = [destination] if isinstance(destination, int) else list(destination)
+    if len(src) != len(dst):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({src} dims) "
+                           f"should contain the same number of dims as destination ({dst} dims)")
     src = [_wrap_dim(s, nd) for s in src]
     dst = [_wrap_dim(d, nd) for d in dst]
+    for name, dims in (("source", src), ("destination", dst)):
+        if len(set(dims)) != len(dims):
+            raise RuntimeError(f"movedim: repeated dim in `{name}` ({dims})")
     order = [d for d in range(nd) if d not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
@@ -377,3 +405,52 @@ def movedim(input: Tensor, source, destination) -> Tensor:
 
 
 moveaxis = movedim
+
+
+class UnbindBackward0(Op):
+    """unbind(input, dim): one node with an output per slice (each a view of the input)."""
+
+    __slots__ = ("_num_outputs", "dim", "shape")
+
+    def backward(self, *grads):
+        like = next((g for g in grads if g is not None), None)
+        if like is None:
+            return (None,)
+        piece = self.shape[:self.dim] + self.shape[self.dim + 1:]
+        zeros = None
+        parts = []
+        for g in grads:
+            if g is None:
+                if zeros is None:
+                    zeros = _make(np.zeros(piece, dtype=like._data.dtype))
+                g = zeros
+            parts.append(g)
+        from .joining import stack
+        return stack(parts, self.dim)
+
+
+def unbind(input: Tensor, dim: int = 0) -> tuple:
+    """``torch.unbind``: the slices along ``dim``, as views, recorded by one UnbindBackward0."""
+    a = input._data
+    if a.ndim == 0:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+    d = _wrap_dim(dim, a.ndim)
+    lead = (slice(None),) * d
+    keys = [lead + (i,) for i in range(a.shape[d])]
+    pieces = [a[k + (Ellipsis,)] for k in keys]  # (the Ellipsis keeps 0-d pieces views)
+    if input._requires_grad and _grad_state.grad_enabled and pieces:
+        node = object.__new__(UnbindBackward0)
+        node.dim, node.shape, node._num_outputs = d, a.shape, len(pieces)
+        outs = [_record(node, (input,), pieces[0])] + [_make(p, node) for p in pieces[1:]]
+        for i, t in enumerate(outs):
+            t._output_nr = i
+    else:
+        outs = [_make(p) for p in pieces]
+    from .indexing import _BASIC_NODES
+    select = _BASIC_NODES["SelectBackward0"]
+    base = input if input._base is None else input._base
+    chain = input._view if input._base is not None else ()
+    for k, t in zip(keys, outs):  # views: in-place writes reach the input
+        t._base, t._vc, t._view = base, input._vc, chain + ((select, (k,)),)
+    return tuple(outs)
+
