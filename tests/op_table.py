@@ -700,3 +700,18 @@ def assert_close(e, t, what: str = "value", grad: bool = False, tol_dtype=None) 
                                    err_msg=f"{what} differs from torch")
     else:
         np.testing.assert_array_equal(ea, ta, err_msg=f"{what} differs from torch")
+
+
+# --------------------------------------------------------------------------- rows by area
+# Each module in tests/op_tables/ defines ``OPS``, a list of ``OpCase`` built with the helpers
+# above; they join the one table here, so every test over ``OPS`` covers them.
+def _gather_area_tables() -> None:
+    import importlib
+    import pkgutil
+    from pathlib import Path
+    folder = Path(__file__).resolve().parent / "op_tables"
+    for info in sorted(pkgutil.iter_modules([str(folder)]), key=lambda i: i.name):
+        OPS.extend(importlib.import_module(f"op_tables.{info.name}").OPS)
+
+
+_gather_area_tables()

@@ -118,6 +118,25 @@ INPLACE_OPERATORS = {"__iadd__": add, "__isub__": sub, "__imul__": mul, "__itrue
                      "__ior__": bitwise_or, "__ixor__": bitwise_xor}
 
 
+# Op modules added since declare their own tables: ``__all__`` (exported as ``ember.X``),
+# ``METHODS`` (name -> function, bound as ``Tensor.name``), ``INPLACE`` (names that also get
+# ``Tensor.name_``) and optionally ``OPERATORS`` (dunder -> function).
+AREA_MODULES = ("pointwise", "stats", "scan", "sorting", "shaping", "sampling", "gather_scatter",
+                "products")
+
+
+def _load_areas() -> None:
+    import importlib
+    g = globals()
+    for area in AREA_MODULES:
+        mod = importlib.import_module("." + area, __name__)
+        for name in getattr(mod, "__all__", ()):
+            g[name] = getattr(mod, name)
+        METHODS.update(getattr(mod, "METHODS", {}))
+        globals()["INPLACE"] = INPLACE + tuple(getattr(mod, "INPLACE", ()))
+        OPERATORS.update(getattr(mod, "OPERATORS", {}))
+
+
 def _bind() -> None:
     for name, fn in METHODS.items():
         setattr(Tensor, name, fn)
@@ -140,4 +159,5 @@ def _bind() -> None:
                                            requires_grad=requires_grad)
 
 
+_load_areas()
 _bind()

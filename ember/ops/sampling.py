@@ -1,0 +1,7 @@
+"""Random sampling: normal, bernoulli, multinomial (seeded by manual_seed / Generator)."""
+
+from __future__ import annotations
+
+__all__: list[str] = []  # exported as ember.<name>
+METHODS: dict = {}  # Tensor method name -> function
+INPLACE: tuple = ()  # method names that also get an in-place form name_

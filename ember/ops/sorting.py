@@ -1,0 +1,7 @@
+"""Order statistics: sort, argsort, topk, kthvalue, median, mode, unique."""
+
+from __future__ import annotations
+
+__all__: list[str] = []  # exported as ember.<name>
+METHODS: dict = {}  # Tensor method name -> function
+INPLACE: tuple = ()  # method names that also get an in-place form name_

@@ -1,0 +1,1 @@
+"""Op-table rows by area; ``op_table.OPS`` gathers the ``OPS`` list of every module here."""
