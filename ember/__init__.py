@@ -93,6 +93,6 @@ def set_printoptions(*args, **kwargs) -> None:
 def __getattr__(name: str):
     # rarely used submodules load on first use, keeping ``import ember`` fast
     import importlib
-    if name in ("nn", "optim", "utils", "testing"):
+    if name in ("nn", "optim", "utils", "testing", "linalg"):
         return importlib.import_module("." + name, __name__)
     raise AttributeError(f"module 'ember' has no attribute '{name}'")

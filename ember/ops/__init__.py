@@ -8,7 +8,7 @@ forward and derivative. ``_bind`` derives the method form (``t.X``), the in-plac
 from __future__ import annotations
 
 from .._tensor import Tensor
-from . import creation, elementwise, indexing, inplace, linalg, reduction, views
+from . import blas, creation, elementwise, indexing, inplace, reduction, views
 from .elementwise import (
     abs, absolute, add, allclose, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, clamp,
     clamp_max, clamp_min, clip, clone, contiguous, cos, div, divide, eq, equal, exp,
@@ -19,7 +19,7 @@ from .elementwise import (
 )
 from .indexing import getitem, index_put, masked_fill, nonzero, setitem
 from .inplace import copy_, fill_, inplace as _inplace, zero_
-from .linalg import bmm, dot, matmul, mm, mv
+from .blas import bmm, dot, matmul, mm, mv
 from .joining import cat, concat, concatenate, stack
 from .reduction import all, amax, amin, any, argmax, argmin, max, mean, min, norm, sum
 from .views import (

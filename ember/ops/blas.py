@@ -1,4 +1,4 @@
-"""Matrix products: mm, mv, dot, bmm and matmul with torch's 1-d and batching rules."""
+"""BLAS-backed products: mm, mv, dot, bmm and matmul with torch's 1-d and batching rules."""
 
 from __future__ import annotations
 
