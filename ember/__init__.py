@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings as _warnings
+
 from . import _backend
 from . import autograd  # before _tensor: autograd/__init__ imports it (no import cycle then)
 from ._backend import device
@@ -55,6 +57,10 @@ from .random import Generator, get_rng_state, initial_seed, manual_seed, seed, s
 from . import cuda
 
 __version__ = "0.1.0"
+
+# NumPy warns on floating-point edge cases (0 * inf, log(0)); torch never does. Silence those
+# warnings where ember's own code triggers them only: no cost per op, users' NumPy untouched.
+_warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"ember\.")
 
 globals().update(_CPU_TYPES)  # FloatTensor, LongTensor, ...
 

@@ -246,3 +246,15 @@ def test_requires_grad_only_on_floating_leaves():
     y = ember.ones(2, requires_grad=True) * 2
     with pytest.raises(RuntimeError, match="you can only change requires_grad flags of leaf"):
         y.requires_grad_(False)
+
+
+def test_floating_point_edge_cases_do_not_warn_but_users_numpy_still_does():
+    import subprocess
+    import sys
+    code = ("import ember\nx = ember.tensor([0.0, 1.0])\n"
+            "print((x * float('inf'))[0].item(), x.log()[0].item(), (1 / x)[0].item())")
+    out = subprocess.run([sys.executable, "-W", "default", "-c", code], capture_output=True,
+                         text=True, check=True)
+    assert out.stdout.split() == ["nan", "-inf", "inf"] and out.stderr == ""
+    with pytest.warns(RuntimeWarning):
+        np.array([0.0]) * np.inf
