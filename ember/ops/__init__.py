@@ -161,3 +161,22 @@ def _bind() -> None:
 
 _load_areas()
 _bind()
+
+
+
+# torch.softmax / torch.log_softmax (and the Tensor methods): the ops live in
+# nn.functional.activation, loaded on first use to keep ``import ember`` light.
+def softmax(*args, **kwargs) -> Tensor:
+    """``torch.softmax(input, dim, dtype=None)``."""
+    from ..nn.functional.activation import torch_softmax
+    return torch_softmax(*args, **kwargs)
+
+
+def log_softmax(*args, **kwargs) -> Tensor:
+    """``torch.log_softmax(input, dim, dtype=None)``."""
+    from ..nn.functional.activation import torch_log_softmax
+    return torch_log_softmax(*args, **kwargs)
+
+
+Tensor.softmax = softmax  # replaced by the real op when nn.functional is imported
+Tensor.log_softmax = log_softmax

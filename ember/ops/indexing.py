@@ -106,6 +106,10 @@ class BasicIndexBackward(ViewOp):
 _BASIC_NODES = {name: type(name, (BasicIndexBackward,), {"__slots__": ()})
                 for name in ("SelectBackward0", "SliceBackward0", "UnsqueezeBackward0",
                              "AliasBackward0")}
+# the same steps for the pieces of multi-output view ops (split, unbind) made with grad:
+# torch refuses in-place ops on those pieces and on views of them (``check_inplace``)
+MULTI_OUTPUT_NODES = {name: type(name, (cls,), {"__slots__": (), "multi_output": True})
+                      for name, cls in _BASIC_NODES.items()}
 
 
 class SliceBackwardBackward0(Op):

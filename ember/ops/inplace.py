@@ -20,6 +20,10 @@ from .views import replay_view, replay_view_array
 LEAF_ERROR = "a leaf Variable that requires grad is being used in an in-place operation."
 VIEW_OF_LEAF_ERROR = ("a view of a leaf Variable that requires grad is being used in an in-place "
                       "operation.")
+MULTI_OUTPUT_VIEW_ERROR = (
+    "Output {} of {} is a view and is being modified inplace. This view is the output of a "
+    "function that returns multiple views. Such functions do not allow the output views to be "
+    "modified inplace. You should replace the inplace operation by an out-of-place one.")
 # (torch's wording, missing spaces included, so that searching for it finds torch's issues)
 INFERENCE_ERROR = ("Inplace update to inference tensor outside InferenceMode is not allowed.You "
                    "can make a clone to get a normal tensor before doing inplace update.See "
@@ -34,6 +38,10 @@ def check_inplace(self: Tensor) -> None:
         base = self._base
         if base is not None and base._requires_grad and base._grad_fn is None:
             raise RuntimeError(VIEW_OF_LEAF_ERROR)
+        if base is not None and self._view and self._grad_fn is not None and any(
+                getattr(step[0], "multi_output", False) for step in self._view):
+            name = type(self._grad_fn).__name__.rstrip("0123456789").removesuffix("Backward")
+            raise RuntimeError(MULTI_OUTPUT_VIEW_ERROR.format(self._output_nr, name))
     if self._extra is not None and self._extra.inference and not _grad_state.inference:
         raise RuntimeError(INFERENCE_ERROR)
 

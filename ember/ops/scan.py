@@ -2,6 +2,228 @@
 
 from __future__ import annotations
 
-__all__: list[str] = []  # exported as ember.<name>
-METHODS: dict = {}  # Tensor method name -> function
-INPLACE: tuple = ()  # method names that also get an in-place form name_
+from collections import namedtuple
+
+import numpy as np
+
+from .._backend import dtypes as _dt
+from .._tensor import Tensor, _make, _wrap_dim
+from ..autograd.grad_mode import state as _grad_state
+from ._op import Op, _record, apply1
+
+__all__: list[str] = ["cummax", "cummin", "cumprod", "cumsum"]  # exported as ember.<name>
+
+cummax_result = namedtuple("cummax", ["values", "indices"])
+cummin_result = namedtuple("cummin", ["values", "indices"])
+cummax_result.__module__ = cummin_result.__module__ = "torch.return_types"
+
+
+# --------------------------------------------------------------------------- helpers for rules
+
+
+class FlipBackward0(Op):
+    """flip(input, dim) for one dim: what reversed scans in the rules below are built from."""
+
+    __slots__ = ("dim",)
+
+    def forward(self, a, dim):
+        self.dim = dim
+        return np.flip(a, dim).copy() if a.ndim else a.copy()
+
+    def backward(self, grad):
+        return apply1(FlipBackward0, grad, self.dim)
+
+
+def _flip(x: Tensor, dim: int) -> Tensor:
+    return apply1(FlipBackward0, x, dim)
+
+
+def reverse_cumsum(x: Tensor, dim: int) -> Tensor:
+    """``out[i] = sum(x[i:])`` along ``dim``: torch's ``reversed_cumsum`` (flip, cumsum, flip)."""
+    return _flip(apply1(CumsumBackward0, _flip(x, dim), dim, None), dim)
+
+
+def _along(idx: np.ndarray, dim: int) -> tuple:
+    """A full NumPy index that puts ``idx`` on ``dim`` and each element's own position elsewhere."""
+    grid = list(np.indices(idx.shape, sparse=True))
+    grid[dim] = idx
+    return tuple(grid)
+
+
+class ScatterAddBackward0(Op):
+    """zeros(shape).scatter_add(dim, idx, src): repeated indices add up (backward of cummax)."""
+
+    __slots__ = ("dim", "idx")
+
+    def forward(self, src, shape, dim, idx):
+        self.dim, self.idx = dim, idx
+        out = np.zeros(shape, dtype=src.dtype)
+        if src.ndim:
+            np.add.at(out, _along(idx, dim), src)
+        else:
+            out[...] = src
+        return out
+
+    def backward(self, grad):
+        return apply1(GatherBackward0, grad, self.dim, self.idx)
+
+
+class GatherBackward0(Op):
+    """gather(input, dim, idx) with a fixed index array whose entries may repeat."""
+
+    __slots__ = ("dim", "idx", "shape")
+
+    def forward(self, a, dim, idx):
+        self.shape, self.dim, self.idx = a.shape, dim, idx
+        return np.take_along_axis(a, idx, axis=dim) if a.ndim else a.copy()
+
+    def backward(self, grad):
+        return apply1(ScatterAddBackward0, grad, self.shape, self.dim, self.idx)
+
+
+# --------------------------------------------------------------------------- the ops
+
+
+def _scan_dtype(a: np.ndarray, dtype):
+    """torch's scans promote integer and bool inputs to int64 unless ``dtype`` is given."""
+    if dtype is not None:
+        return _dt.to_dtype(dtype).np
+    return np.int64 if a.dtype.kind in "biu" else a.dtype
+
+
+class CumsumBackward0(Op):
+    """cumsum(input, dim): d/dinput = grad summed from each position to the end."""
+
+    __slots__ = ("dim",)
+
+    def forward(self, a, dim, out_dtype):
+        self.dim = dim
+        if not a.ndim:
+            return a.astype(out_dtype) if out_dtype is not None else a.copy()
+        return np.cumsum(a, axis=dim, dtype=out_dtype)
+
+    def backward(self, grad):
+        if not grad.ndim:
+            return grad
+        return reverse_cumsum(grad, self.dim)
+
+
+class CumprodBackward0(Op):
+    """cumprod(input, dim): d/dinput_i = sum over j >= i of grad_j * prod(input[:j+1] but i).
+
+    Without zeros that is ``reverse_cumsum(grad * out) / input``. With zeros, torch's two
+    formulas: O(n) from the first zero of each slice for a first derivative, and when the
+    gradient itself is differentiated (grad mode on), the O(n^2) products with each element
+    left out in turn, which stay exact as functions of the input.
+    """
+
+    __slots__ = ("dim",)
+    save_inputs = (0,)
+    save_output = True
+
+    def forward(self, a, dim, out_dtype):
+        self.dim = dim
+        if not a.ndim:
+            return a.astype(out_dtype).copy()
+        return np.cumprod(a, axis=dim, dtype=out_dtype)
+
+    def backward(self, grad):
+        (x,) = self.saved()
+        d = self.dim
+        xd = x._data
+        if xd.ndim == 0 or xd.shape[d] <= 1:
+            return grad
+        zero = xd == 0
+        if not zero.any():
+            return reverse_cumsum(grad * self.saved_output(), d) / x
+        if not _grad_state.grad_enabled:
+            return _cumprod_grad_first_zero(grad, x, self.saved_output(), d, zero)
+        return _cumprod_grad_left_out(grad, x, d)
+
+
+def _cumprod_grad_first_zero(grad, x, out, d, zero) -> Tensor:
+    seen = np.cumsum(zero, axis=d)
+    before = _make(seen == 0)                    # positions before each slice's first zero
+    first = zero & (seen == 1)                   # each slice's first zero
+    x_safe = x.masked_fill(~before, 1.0)
+    g_before = reverse_cumsum(grad * out, d) / x_safe
+    # at the first zero z: sum over j >= z of grad_j * prod(x[:j+1] without x_z)
+    skipped = apply1(CumprodBackward0, x.masked_fill(_make(first), 1.0), d, None)
+    g_first = reverse_cumsum(grad * skipped, d)
+    return g_before.masked_fill(~before, 0.0) + g_first.masked_fill(_make(~first), 0.0)
+
+
+def _cumprod_grad_left_out(grad, x, d) -> Tensor:
+    xm, gm = x.movedim(d, -1), grad.movedim(d, -1)
+    n = xm.shape[-1]
+    rows = xm.unsqueeze(-2).expand(*xm.shape[:-1], n, n)      # rows[..., i, j] = x_j
+    rows = rows.masked_fill(_make(np.eye(n, dtype=bool)), 1.0)  # row i leaves x_i out
+    left_out = apply1(CumprodBackward0, rows, rows.ndim - 1, None)
+    below = _make(~np.triu(np.ones((n, n), dtype=bool)))       # j < i: out_j has no x_i
+    g = (gm.unsqueeze(-2) * left_out).masked_fill(below, 0.0).sum(-1)
+    return g.movedim(-1, d)
+
+
+def cumsum(input: Tensor, dim: int, *, dtype=None) -> Tensor:
+    """``torch.cumsum``: integer and bool inputs sum to int64, as in torch."""
+    d = _wrap_dim(dim, input._data.ndim)
+    return apply1(CumsumBackward0, input, d, _scan_dtype(input._data, dtype))
+
+
+def cumprod(input: Tensor, dim: int, *, dtype=None) -> Tensor:
+    """``torch.cumprod``: exact gradients where the input has zeros, as torch's."""
+    d = _wrap_dim(dim, input._data.ndim)
+    return apply1(CumprodBackward0, input, d, _scan_dtype(input._data, dtype))
+
+
+class CummaxBackward0(Op):
+    """cummax(input, dim) / cummin: each output's gradient goes to the index it came from."""
+
+    __slots__ = ("dim", "idx", "shape")
+
+    def forward(self, a, dim, accumulate):
+        self.shape, self.dim = a.shape, dim
+        if not a.ndim:
+            self.idx = np.zeros((), np.int64)
+            return a.copy()
+        values = accumulate(a, axis=dim)  # np.maximum/np.minimum propagate NaN, as torch
+        pos = np.arange(a.shape[dim]).reshape((-1,) + (1,) * (a.ndim - 1 - dim))
+        # torch moves the index to every later element equal to the running extreme (or NaN)
+        hit = (a == values) | np.isnan(a) if a.dtype.kind == "f" else a == values
+        self.idx = np.maximum.accumulate(np.where(hit, pos, 0), axis=dim).astype(np.int64)
+        return values
+
+    def backward(self, grad):
+        if not len(self.shape):
+            return grad
+        return apply1(ScatterAddBackward0, grad, self.shape, self.dim, self.idx)
+
+
+class CumminBackward0(CummaxBackward0):
+    __slots__ = ()
+
+
+def _cum_extreme(cls, input: Tensor, dim: int, accumulate, result):
+    if not input._data.ndim and dim not in (0, -1):
+        name = result.__name__
+        raise IndexError(f"{name}(): Expected reduction dim -1 or 0 for scalar but got {dim}")
+    d = _wrap_dim(dim, input._data.ndim)
+    node = object.__new__(cls)
+    values = node.forward(input._data, d, accumulate)
+    if input._requires_grad and _grad_state.grad_enabled:
+        return result(_record(node, (input,), values), _make(node.idx))
+    return result(_make(values), _make(node.idx))
+
+
+def cummax(input: Tensor, dim: int):
+    """``torch.cummax``: running maxima and the index each came from (the latest on ties)."""
+    return _cum_extreme(CummaxBackward0, input, dim, np.maximum.accumulate, cummax_result)
+
+
+def cummin(input: Tensor, dim: int):
+    """``torch.cummin``: running minima and the index each came from (the latest on ties)."""
+    return _cum_extreme(CumminBackward0, input, dim, np.minimum.accumulate, cummin_result)
+
+
+METHODS: dict = {"cumsum": cumsum, "cumprod": cumprod, "cummax": cummax, "cummin": cummin}
+INPLACE: tuple = ("cumsum", "cumprod")  # also Tensor.cumsum_ / cumprod_

@@ -1,7 +1,385 @@
-"""Order statistics: sort, argsort, topk, kthvalue, median, mode, unique."""
+"""Order statistics: sort, argsort, msort, topk, kthvalue, median/nanmedian, mode, unique, aminmax.
+
+Ops that select values (sort, topk, kthvalue, median with dim, mode) send each output's
+gradient back to the index it was taken from, as torch's ``value_selecting_reduction_backward``;
+the 0-d results of ``median()`` / ``nanmedian()`` and ``aminmax`` share it among equal elements.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []  # exported as ember.<name>
-METHODS: dict = {}  # Tensor method name -> function
+from collections import namedtuple
+
+import numpy as np
+
+from .._tensor import Tensor, _make, _wrap_dim
+from ..autograd.grad_mode import state as _grad_state
+from ._op import Op, _record
+from .reduction import _all_if_empty, _expand_back, reduce_dims
+
+__all__: list[str] = [
+    "aminmax",
+    "argsort",
+    "kthvalue",
+    "median",
+    "mode",
+    "msort",
+    "nanmedian",
+    "sort",
+    "topk",
+    "unique",
+]  # exported as ember.<name>
+
+
+def _result(name: str, fields=("values", "indices")):
+    cls = namedtuple(name, fields)
+    cls.__module__ = "torch.return_types"
+    return cls
+
+
+sort_result, topk_result, kthvalue_result = _result("sort"), _result("topk"), _result("kthvalue")
+median_result, nanmedian_result, mode_result = (_result("median"), _result("nanmedian"),
+                                                _result("mode"))
+aminmax_result = _result("aminmax", ("min", "max"))
+
+
+def _argsort(a: np.ndarray, dim: int, descending: bool) -> np.ndarray:
+    """Stable argsort along ``dim``, NaN above everything (torch's order); descending keeps
+    equal elements in their original order too."""
+    if not descending:
+        return np.argsort(a, axis=dim, kind="stable")
+    n = a.shape[dim]
+    return n - 1 - np.flip(np.argsort(np.flip(a, dim), axis=dim, kind="stable"), dim)
+
+
+# --------------------------------------------------------------------------- value selection
+
+
+class SortBackward0(Op):
+    """sort(input, dim): the gradient of each output goes to the input index it came from.
+
+    ``forward`` receives the values and indices already chosen; ``keepdim`` False means the
+    selection removed ``dim`` (median, kthvalue, mode without keepdim).
+    """
+
+    __slots__ = ("dim", "idx", "keepdim", "shape")
+
+    def forward(self, a, values, idx, dim, keepdim):
+        self.shape, self.dim, self.keepdim = a.shape, dim, keepdim
+        self.idx = idx if keepdim or not a.ndim else np.expand_dims(idx, dim)
+        return values
+
+    def backward(self, grad):
+        from .indexing import _scatter_into
+        if not len(self.shape):
+            return grad
+        g = grad if self.keepdim else grad.unsqueeze(self.dim)
+        return _scatter_into(g, self.shape, self.dim, self.idx)
+
+
+class SortBackward1(SortBackward0):
+    """sort(input, *, stable, dim, descending): what torch records when ``stable`` is passed."""
+
+    __slots__ = ()
+
+
+class TopkBackward0(SortBackward0):
+    __slots__ = ()
+
+
+class KthvalueBackward0(SortBackward0):
+    __slots__ = ()
+
+
+class MedianBackward1(SortBackward0):
+    __slots__ = ()
+
+
+class NanmedianBackward1(SortBackward0):
+    __slots__ = ()
+
+
+class ModeBackward0(SortBackward0):
+    __slots__ = ()
+
+
+def _select(cls, result, input: Tensor, values: np.ndarray, idx: np.ndarray, dim: int,
+            keepdim: bool = True):
+    """(values, indices) as ``result``, values recorded by a ``cls`` node if grad is needed."""
+    indices = _make(np.asarray(idx, dtype=np.int64))
+    if input._requires_grad and _grad_state.grad_enabled:
+        node = object.__new__(cls)
+        out = node.forward(input._data, values, indices._data, dim, keepdim)
+        return result(_record(node, (input,), out), indices)
+    return result(_make(values), indices)
+
+
+def _take(a: np.ndarray, idx: np.ndarray, dim: int) -> np.ndarray:
+    return np.take_along_axis(a, idx, axis=dim) if a.ndim else a.copy()
+
+
+_NOT_GIVEN = object()  # torch records sort(stable=...) as another node, whatever the value
+
+
+def sort(input: Tensor, dim: int = -1, descending: bool = False, *, stable=_NOT_GIVEN):
+    """``torch.sort``: (values, indices); always stable, NaN sorts above every number."""
+    a = input._data
+    d = _wrap_dim(dim, a.ndim)
+    idx = _argsort(a, d, descending) if a.ndim else np.zeros((), np.int64)
+    cls = SortBackward0 if stable is _NOT_GIVEN else SortBackward1
+    return _select(cls, sort_result, input, _take(a, idx, d), idx, d)
+
+
+def argsort(input: Tensor, dim: int = -1, descending: bool = False, *,
+            stable: bool = False) -> Tensor:
+    """``torch.argsort``: the indices ``sort`` returns."""
+    a = input._data
+    d = _wrap_dim(dim, a.ndim)
+    return _make(_argsort(a, d, descending) if a.ndim else np.zeros((), np.int64))
+
+
+def msort(input: Tensor) -> Tensor:
+    """``torch.msort``: ``sort(input, dim=0).values``."""
+    return sort(input, 0).values
+
+
+def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):
+    """``torch.topk``: the ``k`` largest (or smallest) along ``dim``; ember always returns them
+    sorted (torch's order with ``sorted=False`` is unspecified)."""
+    a = input._data
+    d = _wrap_dim(dim, a.ndim)
+    n = a.shape[d] if a.ndim else 1
+    if not 0 <= k <= n:
+        raise RuntimeError("selected index k out of range")
+    if not a.ndim:
+        idx = np.zeros((), np.int64)
+    else:
+        idx = np.take(_argsort(a, d, largest), np.arange(k), axis=d)
+    return _select(TopkBackward0, topk_result, input, _take(a, idx, d), idx, d)
+
+
+def _nth(a: np.ndarray, d: int, pos: np.ndarray, keepdim: bool):
+    """(values, indices) at sorted position ``pos`` (keepdim-shaped) along ``d``."""
+    order = np.argsort(a, axis=d, kind="stable")
+    idx = np.take_along_axis(order, pos, axis=d)
+    values = np.take_along_axis(a, idx, axis=d)
+    if not keepdim:
+        idx, values = np.squeeze(idx, d), np.squeeze(values, d)
+    return values, idx
+
+
+def _check_nonempty(a: np.ndarray, d: int, name: str) -> None:
+    if a.ndim and a.shape[d] == 0:
+        raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+
+
+def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False):
+    """``torch.kthvalue``: the ``k``-th smallest element (1-based) along ``dim``."""
+    a = input._data
+    d = _wrap_dim(dim, a.ndim)
+    _check_nonempty(a, d, "kthvalue")
+    n = a.shape[d] if a.ndim else 1
+    if not 1 <= k <= n:
+        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
+    if not a.ndim:
+        return _select(KthvalueBackward0, kthvalue_result, input, a.copy(),
+                       np.zeros((), np.int64), d)
+    pos = np.full(a.shape[:d] + (1,) + a.shape[d + 1:], k - 1)
+    values, idx = _nth(a, d, pos, keepdim)
+    return _select(KthvalueBackward0, kthvalue_result, input, values, idx, d, keepdim)
+
+
+def _median_dim(input: Tensor, dim: int, keepdim: bool, ignore_nan: bool):
+    a = input._data
+    d = _wrap_dim(dim, a.ndim)
+    name = "median"  # (sic: torch's nanmedian reports itself as median())
+    cls = NanmedianBackward1 if ignore_nan else MedianBackward1
+    result = nanmedian_result if ignore_nan else median_result
+    _check_nonempty(a, d, name)
+    if not a.ndim:
+        return _select(cls, result, input, a.copy(), np.zeros((), np.int64), d)
+    n = a.shape[d]
+    numbers = np.sum(~np.isnan(a), axis=d, keepdims=True) if a.dtype.kind == "f" else n
+    if ignore_nan:  # the lower median of the numbers; an all-NaN slice gives its first NaN
+        pos = np.maximum(numbers - 1, 0) // 2
+    else:  # any NaN makes the median NaN: the first NaN (it sorts right after the numbers)
+        pos = np.where(numbers < n, numbers, (n - 1) // 2)
+    pos = np.broadcast_to(pos, a.shape[:d] + (1,) + a.shape[d + 1:])
+    values, idx = _nth(a, d, pos, keepdim)
+    return _select(cls, result, input, values, idx, d, keepdim)
+
+
+class MedianBackward0(Op):
+    """median(input) / nanmedian(input): the gradient is shared evenly by the elements equal
+    to the result (the NaNs if it is NaN), as torch's ``evenly_distribute_backward``."""
+
+    __slots__ = ("hit",)
+
+    def forward(self, a, value):
+        self.hit = np.isnan(a) if np.isnan(value) else a == value
+        return value
+
+    def backward(self, grad):
+        hit = _make(self.hit).to(grad.dtype)
+        return hit * (grad / hit.sum())
+
+
+class NanmedianBackward0(MedianBackward0):
+    __slots__ = ()
+
+
+def _median_all(input: Tensor, ignore_nan: bool) -> Tensor:
+    a = input._data
+    flat = a.reshape(-1)
+    if not flat.size:
+        value = np.full((), np.nan, dtype=a.dtype)
+    else:
+        value, _ = _median_dim(_make(flat), 0, False, ignore_nan)
+        value = value._data
+    if input._requires_grad and _grad_state.grad_enabled:
+        node = object.__new__(NanmedianBackward0 if ignore_nan else MedianBackward0)
+        return _record(node, (input,), node.forward(a, value))
+    return _make(value)
+
+
+def median(input: Tensor, dim=None, keepdim: bool = False):
+    """``torch.median``: the lower median (NaN if any NaN); with ``dim``, (values, indices)."""
+    if dim is None:
+        return _median_all(input, False)
+    return _median_dim(input, dim, keepdim, False)
+
+
+def nanmedian(input: Tensor, dim=None, keepdim: bool = False):
+    """``torch.nanmedian``: ``median`` ignoring NaN (NaN only where all are NaN)."""
+    if dim is None:
+        return _median_all(input, True)
+    return _median_dim(input, dim, keepdim, True)
+
+
+def mode(input: Tensor, dim: int = -1, keepdim: bool = False):
+    """``torch.mode``: the most frequent value along ``dim`` (the smallest such on ties) and
+    the index of its last occurrence."""
+    a = input._data
+    d = _wrap_dim(dim, a.ndim)
+    if not a.ndim:
+        return _select(ModeBackward0, mode_result, input, a.copy(), np.zeros((), np.int64), d)
+    order = np.argsort(a, axis=d, kind="stable")
+    s = np.take_along_axis(a, order, axis=d)
+    pos = np.arange(a.shape[d]).reshape((-1,) + (1,) * (a.ndim - 1 - d))
+    starts = np.ones(s.shape, dtype=bool)
+    starts[(slice(None),) * d + (slice(1, None),)] = (
+        np.diff(s, axis=d) != 0 if s.dtype.kind != "b" else np.diff(s.view(np.uint8), axis=d))
+    # how many equal elements precede each one in its run: runs grow, so the first position
+    # reaching the longest run ends the smallest of the most frequent values (its last index)
+    run = pos - np.maximum.accumulate(np.where(starts, pos, 0), axis=d) + 1
+    best = np.argmax(run == np.max(run, axis=d, keepdims=True), axis=d, keepdims=True) \
+        if a.shape[d] else np.zeros(a.shape[:d] + (1,) + a.shape[d + 1:], np.int64)
+    idx = np.take_along_axis(order, best, axis=d) if a.shape[d] else best
+    values = np.take_along_axis(a, idx, axis=d) if a.shape[d] else np.zeros(idx.shape, a.dtype)
+    if not keepdim:
+        idx, values = np.squeeze(idx, d), np.squeeze(values, d)
+    return _select(ModeBackward0, mode_result, input, values, idx, d, keepdim)
+
+
+# --------------------------------------------------------------------------- unique
+
+
+class Unique2Backward0(Op):
+    """unique(input): torch records the node but has no derivative for it."""
+
+    __slots__ = ()
+    op_name = "_unique2"
+
+    def backward(self, grad):
+        raise NotImplementedError(f"the derivative for '{self.op_name}' is not implemented.")
+
+
+class UniqueDimBackward0(Unique2Backward0):
+    __slots__ = ()
+    op_name = "unique_dim"
+
+
+def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,
+           return_counts: bool = False, dim=None):
+    """``torch.unique``: the distinct values, always sorted (as torch on CPU); with ``dim``,
+    the distinct slices along it in lexicographic order."""
+    a = input._data
+    if dim is None:
+        values, inverse, counts = np.unique(a.reshape(-1), return_inverse=True,
+                                            return_counts=True)
+        inverse = inverse.reshape(a.shape)
+        cls = Unique2Backward0
+    else:
+        if not a.ndim:
+            raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+        d = _wrap_dim(dim, a.ndim)
+        if any(s == 0 for i, s in enumerate(a.shape) if i != d):
+            raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so "
+                               "unique cannot be applied")
+        values, inverse, counts = np.unique(a, return_inverse=True, return_counts=True, axis=d)
+        inverse = inverse.reshape(-1)
+        cls = UniqueDimBackward0
+    if input._requires_grad and _grad_state.grad_enabled:
+        out = _record(object.__new__(cls), (input,), values)
+    else:
+        out = _make(values)
+    extra = []
+    if return_inverse:
+        extra.append(_make(inverse.astype(np.int64)))
+    if return_counts:
+        extra.append(_make(counts.astype(np.int64)))
+    return (out, *extra) if extra else out
+
+
+# --------------------------------------------------------------------------- aminmax
+
+
+class AminmaxBackward0(Op):
+    """aminmax: outputs (min, max) of one node; each gradient is shared evenly by the
+    elements equal to its result, as amin's and amax's."""
+
+    __slots__ = ("_num_outputs", "dims", "hi", "keepdim", "lo")
+    save_inputs = (0,)
+
+    def forward(self, a, dims, keepdim):
+        self.dims, self.keepdim = dims, keepdim
+        self.lo = np.amin(a, axis=dims, keepdims=True)
+        self.hi = np.amax(a, axis=dims, keepdims=True)
+        shape = np.sum(a, axis=dims, keepdims=keepdim).shape
+        return self.lo.reshape(shape), self.hi.reshape(shape)
+
+    def backward(self, grad_min, grad_max):
+        (x,) = self.saved()
+        out = None
+        for g, extreme in ((grad_min, self.lo), (grad_max, self.hi)):
+            if g is None:
+                continue
+            hit = _make(x._data == extreme).to(g.dtype)
+            part = _expand_back(g, x.shape, self.dims, self.keepdim) * hit / hit.sum(
+                self.dims, keepdim=True)
+            out = part if out is None else out + part
+        return out
+
+
+def aminmax(input: Tensor, *, dim=None, keepdim: bool = False):
+    """``torch.aminmax``: (min, max) over ``dim`` (all dims if None), as a named tuple."""
+    from .stats import record_outputs
+    a = input._data
+    nd = a.ndim
+    if dim is None:
+        if not a.size:
+            raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as "
+                               "the operation has no identity.")
+        dims = tuple(range(nd))
+    else:
+        dims = _all_if_empty(reduce_dims(dim, nd), nd)
+        for d in dims:
+            if a.shape[d] == 0:
+                raise IndexError(f"aminmax: Expected reduction dim {d} to have non-zero size.")
+    node = object.__new__(AminmaxBackward0)
+    return aminmax_result(*record_outputs(node, (input,), node.forward(a, dims, keepdim)))
+
+
+METHODS: dict = {"sort": sort, "argsort": argsort, "msort": msort, "topk": topk,
+                 "kthvalue": kthvalue, "median": median, "nanmedian": nanmedian, "mode": mode,
+                 "unique": unique, "aminmax": aminmax}
 INPLACE: tuple = ()  # method names that also get an in-place form name_

@@ -446,8 +446,9 @@ def unbind(input: Tensor, dim: int = 0) -> tuple:
             t._output_nr = i
     else:
         outs = [_make(p) for p in pieces]
-    from .indexing import _BASIC_NODES
-    select = _BASIC_NODES["SelectBackward0"]
+    from .indexing import _BASIC_NODES, MULTI_OUTPUT_NODES
+    recorded = bool(outs) and outs[0]._grad_fn is not None
+    select = (MULTI_OUTPUT_NODES if recorded else _BASIC_NODES)["SelectBackward0"]
     base = input if input._base is None else input._base
     chain = input._view if input._base is not None else ()
     for k, t in zip(keys, outs):  # views: in-place writes reach the input

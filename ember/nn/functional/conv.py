@@ -1,5 +1,340 @@
-"""nn.functional: Convolutions: conv1d/2d/3d and conv_transpose1d/2d via im2col and one matmul."""
+"""nn.functional: Convolutions: conv1d/2d/3d and conv_transpose1d/2d/3d via im2col and one matmul.
+
+A convolution ``y = B(x, w)`` is bilinear, and three NumPy kernels cover it and all its
+derivatives:
+
+* ``B(x, w)``, the convolution: an im2col copy of the window view and one batched matmul;
+* ``Bt(g, w)``, its transpose in ``x`` (the transposed convolution, and d/dx of ``B``): one
+  matmul, then col2im with one strided add per kernel offset;
+* ``C(x, g)``, its transpose in ``w`` (d/dw of ``B``): one matmul of the im2col columns.
+
+``ConvolutionBackward0`` runs ``B`` (or ``Bt`` when transposed); its backward is again
+``ConvolutionBackward0`` (transposed the other way) for the input and ``C`` for the weight,
+and ``C``'s backward is ``B`` and ``Bt`` (``<v, C(x, g)> = <B(x, v), g>``), so derivatives of
+any order stay convolutions.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import warnings
+
+import numpy as np
+
+from ..._tensor import Tensor
+from ...ops._op import Op
+from .vision import _shape_str, accumulate_windows, ntuple, pad_array, windows
+
+__all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+           "conv_transpose3d"]
+
+
+# --------------------------------------------------------------------------- NumPy kernels
+# ``spec`` is (stride, pads, dilation, groups) with ``pads`` a (lo, hi) pair per spatial dim.
+
+def _columns(x: np.ndarray, kernel: tuple, spec, out: tuple) -> np.ndarray:
+    """im2col: the windows of padded ``x`` (N, C, *S) as (G, Cg*K, N*P), P = prod(out).
+
+    NOTE: this layout (long contiguous rows over batch and space) copies about 5x faster than
+    (N*P, Cg*K); the matmuls take either side transposed at no cost.
+    """
+    stride, pads, dilation, groups = spec
+    n, c = x.shape[:2]
+    nd = len(kernel)
+    win = windows(pad_array(x, pads), kernel, stride, dilation, out)  # (N, C, *O, *K)
+    win = win.reshape(n, groups, c // groups, *win.shape[2:])
+    # (G, Cg, *K, N, *O): the copy below is the im2col
+    order = (1, 2, *range(3 + nd, 3 + 2 * nd), 0, *range(3, 3 + nd))
+    cgk = (c // groups) * int(np.prod(kernel))
+    return win.transpose(order).reshape(groups, cgk, n * int(np.prod(out)))
+
+
+def _conv(x: np.ndarray, w: np.ndarray, spec, out: tuple, keep_cols: bool = False):
+    """B(x, w): the convolution of x (N, C, *S) with w (Cout, C/G, *K), output (N, Cout, *out)."""
+    groups = spec[3]
+    n = x.shape[0]
+    cout = w.shape[0]
+    cols = _columns(x, w.shape[2:], spec, out)
+    wm = w.reshape(groups, cout // groups, cols.shape[1])
+    y = np.matmul(wm, cols)                                        # (G, Og, N*P)
+    y = y.reshape(groups, cout // groups, n, int(np.prod(out))).transpose(2, 0, 1, 3)
+    y = y.reshape(n, cout, *out)
+    return (y, cols) if keep_cols else y
+
+
+def _conv_transposed(g: np.ndarray, w: np.ndarray, spec, size: tuple) -> np.ndarray:
+    """Bt(g, w): the transpose of ``B`` in x, result (N, G*Cg, *size): col2im of one matmul."""
+    stride, pads, dilation, groups = spec
+    n, cout = g.shape[:2]
+    out = g.shape[2:]
+    kernel = w.shape[2:]
+    nd = len(kernel)
+    cg = w.shape[1]
+    p = int(np.prod(out))
+    gm = g.reshape(n, groups, cout // groups, p).transpose(1, 2, 0, 3)
+    gm = gm.reshape(groups, cout // groups, n * p)                 # (G, Og, N*P)
+    wm = w.reshape(groups, cout // groups, cg * int(np.prod(kernel)))  # (G, Og, Cg*K)
+    cols = np.matmul(wm.transpose(0, 2, 1), gm)                    # (G, Cg*K, N*P)
+    cols = cols.reshape(groups * cg, *kernel, n, *out)
+    cols = np.moveaxis(cols, 1 + nd, 1)                            # (C, N, *K, *O), a view
+    padded = tuple(s + lo + hi for s, (lo, hi) in zip(size, pads))
+    buf = accumulate_windows(cols, padded, stride, dilation)       # (C, N, *padded)
+    crop = tuple(slice(lo, lo + s) for s, (lo, _) in zip(size, pads))
+    return np.ascontiguousarray(buf[(slice(None), slice(None)) + crop].swapaxes(0, 1))
+
+
+def _conv_weight(x: np.ndarray, g: np.ndarray, spec, kernel: tuple,
+                 cols: np.ndarray | None = None) -> np.ndarray:
+    """C(x, g): the transpose of ``B`` in w, result (Cout, C/G, *kernel): one matmul."""
+    groups = spec[3]
+    n, cout = g.shape[:2]
+    if cols is None:
+        cols = _columns(x, kernel, spec, g.shape[2:])             # (G, Cg*K, N*P)
+    p = int(np.prod(g.shape[2:]))
+    gm = g.reshape(n, groups, cout // groups, p).transpose(1, 2, 0, 3)
+    gm = gm.reshape(groups, cout // groups, n * p)                 # (G, Og, N*P)
+    gw = np.matmul(gm, cols.transpose(0, 2, 1))                    # (G, Og, Cg*K)
+    return gw.reshape(cout, x.shape[1] // groups, *kernel)
+
+
+# --------------------------------------------------------------------------- the ops
+
+class ConvolutionBackward0(Op):
+    """convolution(input, weight, bias): ``B`` (or ``Bt`` when transposed) plus bias.
+
+    d/dinput is the transposed-the-other-way convolution of the grad with the weight, d/dweight
+    is ``C`` and d/dbias sums the grad over batch and space.
+    """
+
+    __slots__ = ("cols", "kernel", "spec", "transposed")
+    save_inputs = (0, 1)
+
+    def forward(self, x, w, b, spec, transposed, size):
+        self.spec, self.transposed, self.kernel = spec, transposed, w.shape[2:]
+        self.cols = None
+        if transposed:
+            y = _conv_transposed(x, w, spec, size)
+        else:
+            # NOTE: the im2col columns are kept for d/dweight (saves one im2col per step)
+            y, self.cols = _conv(x, w, spec, size, keep_cols=True)
+        if b is not None:
+            y += b.reshape((-1,) + (1,) * len(size))
+        return y
+
+    def backward(self, grad):
+        x, w = self.saved()
+        spec, cols = self.spec, self.cols
+        self.cols = None
+        gx = gw = gb = None
+        if self.transposed:
+            if self.needs_grad(0):
+                gx = ConvolutionBackward0.apply(grad, w, None, params=(spec, False, x.shape[2:]))
+            if self.needs_grad(1):
+                gw = ConvolutionWeightBackward0.apply(grad, x, params=(spec, self.kernel, None))
+        else:
+            if self.needs_grad(0):
+                gx = ConvolutionBackward0.apply(grad, w, None, params=(spec, True, x.shape[2:]))
+            if self.needs_grad(1):
+                gw = ConvolutionWeightBackward0.apply(x, grad, params=(spec, self.kernel, cols))
+        if self.needs_grad(2):
+            gb = grad.sum([0] + list(range(2, grad.dim())))
+        return gx, gw, gb
+
+
+class ConvolutionWeightBackward0(Op):
+    """``C(x, g)``, the weight gradient of a convolution; its derivatives are convolutions:
+    d/dx = Bt(g, v) and d/dg = B(x, v) for an upstream gradient v of the weight's shape."""
+
+    __slots__ = ("spec",)
+    save_inputs = (0, 1)
+
+    def forward(self, x, g, spec, kernel, cols):
+        self.spec = spec
+        return _conv_weight(x, g, spec, kernel, cols)
+
+    def backward(self, v):
+        x, g = self.saved()
+        spec = self.spec
+        dx = dg = None
+        if self.needs_grad(0):
+            dx = ConvolutionBackward0.apply(g, v, None, params=(spec, True, x.shape[2:]))
+        if self.needs_grad(1):
+            dg = ConvolutionBackward0.apply(x, v, None, params=(spec, False, g.shape[2:]))
+        return dx, dg
+
+
+# --------------------------------------------------------------------------- argument checks
+
+def _dims_str(v) -> str:
+    return " x ".join(str(int(s)) for s in v)
+
+
+def _prepare(name: str, nd: int, input: Tensor, weight: Tensor, bias, stride, dilation,
+             groups: int):
+    """Torch's checks shared by convolutions; returns (input batched?, stride, dilation)."""
+    if input.dim() not in (nd + 1, nd + 2):
+        raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to "
+                           f"{name}, but got input of size: {_shape_str(input.shape)}")
+    wd = weight.dim() - 2
+    stride_t = ntuple(stride, nd, "stride")
+    if wd != nd:
+        raise RuntimeError(f"expected stride to be a single integer value or a list of {wd} "
+                           "values to match the convolution dimensions, but got "
+                           f"stride={list(stride_t)}")
+    dilation_t = ntuple(dilation, nd, "dilation")
+    if input._data.dtype != weight._data.dtype:
+        raise RuntimeError(f"expected scalar type {_scalar_name(input)} but found "
+                           f"{_scalar_name(weight)}")
+    if bias is not None and bias._data.dtype != weight._data.dtype:
+        raise RuntimeError(f"expected scalar type {_scalar_name(input)} but found "
+                           f"{_scalar_name(bias)}")
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    if min(stride_t) <= 0:
+        raise RuntimeError("non-positive stride is not supported")
+    if min(dilation_t) <= 0:
+        raise RuntimeError("non-positive dilation is not supported")
+    return input.dim() == nd + 2, stride_t, dilation_t
+
+
+def _scalar_name(t: Tensor) -> str:
+    name = repr(t.dtype).removeprefix("torch.")
+    return {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long",
+            "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
+            "bool": "Bool", "bfloat16": "BFloat16"}.get(name, name)
+
+
+def _check_weight(weight: Tensor, groups: int, wshape, xshape, channels: int,
+                  transposed: bool) -> None:
+    if wshape[0] == 0 and not transposed:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be at least 1 at dimension "
+                           f"0, but got weight of size {_shape_str(wshape)} instead")
+    if wshape[0] % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} "
+                           f"at dimension 0, but got weight of size [{_shape_str(wshape)}] "
+                           "instead")
+    expected = wshape[0] if transposed else wshape[1] * groups
+    if xshape[1] != expected:
+        head = "Given transposed=1, weight of size" if transposed else \
+            f"Given groups={groups}, weight of size"
+        raise RuntimeError(f"{head} {_shape_str(wshape)}, expected input{_shape_str(xshape)} to "
+                           f"have {expected} channels, but got {xshape[1]} channels instead")
+
+
+def _check_bias(bias, wshape, n_out: int) -> None:
+    if bias is not None and (bias.dim() != 1 or bias.shape[0] != n_out):
+        raise RuntimeError(f"Given weight of size {_shape_str(wshape)}, expected bias to be "
+                           f"1-dimensional with {n_out} elements, but got bias of size "
+                           f"{_shape_str(bias.shape)} instead")
+
+
+def _convnd(name: str, nd: int, input: Tensor, weight: Tensor, bias, stride, padding,
+            dilation, groups: int) -> Tensor:
+    batched, stride, dilation = _prepare(name, nd, input, weight, bias, stride, dilation, groups)
+    x = input if batched else input.unsqueeze(0)
+    xshape, wshape = tuple(x.shape), tuple(weight.shape)
+    kernel = wshape[2:]
+    if isinstance(padding, str):
+        if padding == "valid":
+            pads = ((0, 0),) * nd
+        elif padding == "same":
+            if any(s != 1 for s in stride):
+                raise RuntimeError("padding='same' is not supported for strided convolutions")
+            totals = [d * (k - 1) for d, k in zip(dilation, kernel)]
+            if any(t % 2 for t in totals):
+                warnings.warn("Using padding='same' with even kernel lengths and odd dilation "
+                              "may require a zero-padded copy of the input be created",
+                              UserWarning, stacklevel=3)
+            pads = tuple((t // 2, t - t // 2) for t in totals)
+        else:
+            raise RuntimeError(f"Invalid padding string: '{padding}'")
+    else:
+        p = ntuple(padding, nd, "padding")
+        if min(p) < 0:
+            raise RuntimeError("negative padding is not supported")
+        pads = tuple((v, v) for v in p)
+    _check_weight(weight, groups, wshape, xshape, xshape[1], transposed=False)
+    _check_bias(bias, wshape, wshape[0])
+    padded = [s + lo + hi for s, (lo, hi) in zip(xshape[2:], pads)]
+    span = [d * (k - 1) + 1 for d, k in zip(dilation, kernel)]
+    if any(p < s for p, s in zip(padded, span)):
+        raise RuntimeError(f"Calculated padded input size per channel: ({_dims_str(padded)}). "
+                           f"Kernel size: ({_dims_str(span)}). Kernel size can't be greater "
+                           "than actual input size")
+    out = tuple((p - s) // st + 1 for p, s, st in zip(padded, span, stride))
+    spec = (stride, pads, dilation, groups)
+    y = ConvolutionBackward0.apply(x, weight, bias, params=(spec, False, out))
+    return y if batched else y.squeeze(0)
+
+
+def _conv_transposend(name: str, nd: int, input: Tensor, weight: Tensor, bias, stride, padding,
+                      output_padding, groups: int, dilation) -> Tensor:
+    batched, stride, dilation = _prepare(name, nd, input, weight, bias, stride, dilation, groups)
+    x = input if batched else input.unsqueeze(0)
+    xshape, wshape = tuple(x.shape), tuple(weight.shape)
+    kernel = wshape[2:]
+    p = ntuple(padding, nd, "padding")
+    op = ntuple(output_padding, nd, "output_padding")
+    if min(p) < 0:
+        raise RuntimeError("negative padding is not supported")
+    if min(op) < 0:
+        raise RuntimeError("negative output_padding is not supported")
+    if any(o >= s and o >= d for o, s, d in zip(op, stride, dilation)):
+        names = ("depth", "height", "width")[3 - nd:]
+        parts = []
+        for what, vals in (("output_padding", op), ("stride", stride), ("dilation", dilation)):
+            parts.append(" ".join(f"{what}_{n}: {v}" for n, v in zip(names, vals)))
+        raise RuntimeError("output padding must be smaller than either stride or dilation, but "
+                           f"got {' '.join(parts)}")
+    _check_weight(weight, groups, wshape, xshape, xshape[1], transposed=True)
+    _check_bias(bias, wshape, wshape[1] * groups)
+    size = tuple((i - 1) * s - 2 * pp + d * (k - 1) + o + 1
+                 for i, s, pp, d, k, o in zip(xshape[2:], stride, p, dilation, kernel, op))
+    if min(size) <= 0:
+        raise RuntimeError(f"Given input size per channel: ({_dims_str(xshape[2:])}). Calculated "
+                           f"output size per channel: ({_dims_str(size)}). Output size is too "
+                           "small")
+    spec = (stride, tuple((v, v) for v in p), dilation, groups)
+    y = ConvolutionBackward0.apply(x, weight, bias, params=(spec, True, size))
+    return y if batched else y.squeeze(0)
+
+
+def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
+           dilation=1, groups: int = 1) -> Tensor:
+    """torch.nn.functional.conv1d: input (N, C, L) or (C, L), weight (Cout, C/groups, k);
+    padding an int, a tuple, 'valid' or 'same'."""
+    return _convnd("conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
+           dilation=1, groups: int = 1) -> Tensor:
+    """torch.nn.functional.conv2d: input (N, C, H, W) or (C, H, W), weight
+    (Cout, C/groups, kh, kw); padding an int, a pair, 'valid' or 'same'."""
+    return _convnd("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
+           dilation=1, groups: int = 1) -> Tensor:
+    """torch.nn.functional.conv3d: input (N, C, D, H, W) or (C, D, H, W)."""
+    return _convnd("conv3d", 3, input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1,
+                     padding=0, output_padding=0, groups: int = 1, dilation=1) -> Tensor:
+    """torch.nn.functional.conv_transpose1d: weight (C, Cout/groups, k); the adjoint of conv1d
+    in its input, output length (L-1)*stride - 2*padding + dilation*(k-1) + output_padding + 1."""
+    return _conv_transposend("conv_transpose1d", 1, input, weight, bias, stride, padding,
+                             output_padding, groups, dilation)
+
+
+def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1,
+                     padding=0, output_padding=0, groups: int = 1, dilation=1) -> Tensor:
+    """torch.nn.functional.conv_transpose2d: weight (C, Cout/groups, kh, kw)."""
+    return _conv_transposend("conv_transpose2d", 2, input, weight, bias, stride, padding,
+                             output_padding, groups, dilation)
+
+
+def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1,
+                     padding=0, output_padding=0, groups: int = 1, dilation=1) -> Tensor:
+    """torch.nn.functional.conv_transpose3d: weight (C, Cout/groups, kd, kh, kw)."""
+    return _conv_transposend("conv_transpose3d", 3, input, weight, bias, stride, padding,
+                             output_padding, groups, dilation)

@@ -1,5 +1,134 @@
-"""nn.functional: linear and bilinear."""
+"""nn.functional linear layers: ``linear`` and ``bilinear``.
+
+``linear`` folds its input to a matrix and records the nodes torch records for each case
+(``AddmmBackward0``, ``MmBackward0``, then the view back), so graphs read as torch's do.
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import numpy as np
+
+from ..._tensor import Tensor
+from ...ops._op import Op, apply1
+from ...ops.blas import mm
+from ...ops.elementwise import _check_tensor, scalar_name
+from ...ops.views import UnsafeViewBackward0
+
+__all__ = ["bilinear", "linear"]
+
+
+class AddmmBackward0(Op):
+    """addmm(bias, a, b) = bias + a @ b: d/dbias = grad (summed back by the engine),
+    d/da = grad @ b^T, d/db = a^T @ grad."""
+
+    __slots__ = ()
+    save_inputs = (1, 2)
+
+    def forward(self, bias, a, b):
+        return bias + a @ b
+
+    def backward(self, grad):
+        a, b = self.saved()
+        return (grad if self.needs_grad(0) else None,
+                grad.mm(b.t()) if self.needs_grad(1) else None,
+                a.t().mm(grad) if self.needs_grad(2) else None)
+
+
+class SqueezeBackward4(Op):
+    """(1, n) -> (n,) after a 1-d input's mm (torch squeezes in place: not a view)."""
+
+    __slots__ = ()
+
+    def forward(self, a):
+        return a.reshape(a.shape[1:])
+
+    def backward(self, grad):
+        return grad.unsqueeze(0)
+
+
+def _addmm(bias: Tensor, a: Tensor, b: Tensor) -> Tensor:
+    if a._data.shape[1] != b._data.shape[0]:
+        mm(a, b)  # raises torch's shape error
+    if not (a._data.dtype == b._data.dtype == bias._data.dtype):
+        other = a if a._data.dtype != bias._data.dtype else b
+        raise RuntimeError(f"self and mat2 must have the same dtype, but got "
+                           f"{scalar_name(bias.dtype)} and {scalar_name(other.dtype)}")
+    out_shape = (a._data.shape[0], b._data.shape[1])
+    try:
+        fits = np.broadcast_shapes(bias._data.shape, out_shape) == out_shape
+    except ValueError:
+        fits = False
+    if not fits:
+        bias.expand(*out_shape)  # raises torch's expand error
+    return AddmmBackward0.apply(bias, a, b)
+
+
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``F.linear``: input @ weight.T + bias, weight of shape (out_features, in_features)."""
+    _check_tensor(input, "linear")
+    nd, wd = input._data.ndim, weight._data.ndim
+    if nd == 0 or wd == 0:
+        raise RuntimeError(f"both arguments to linear need to be at least 1D, but they are "
+                           f"{nd}D and {wd}D")
+    if wd == 1:  # a vector of weights: a dot product per row (torch's matmul path)
+        if bias is not None and nd == 2:
+            raise RuntimeError("mat2 must be a matrix, got 1-D tensor")
+        return input.matmul(weight) if bias is None else input.matmul(weight) + bias
+    wt = weight.t()
+    if nd == 2:
+        return mm(input, wt) if bias is None else _addmm(bias, input, wt)
+    if nd == 1:
+        if bias is None:
+            return apply1(SqueezeBackward4, mm(input.unsqueeze(0), wt))
+        return _addmm(bias, input.view(1, -1), wt).view(-1)
+    shape = input._data.shape
+    rows = int(np.prod(shape[:-1]))
+    out_shape = shape[:-1] + (weight._data.shape[0],)
+    try:
+        np.reshape(input._data, (rows, shape[-1]), copy=False)
+        viewable = True
+    except ValueError:
+        viewable = False
+    if viewable:
+        flat = input.view(rows, shape[-1])
+        if bias is not None:
+            return _addmm(bias, flat, wt).view(out_shape)
+        return apply1(UnsafeViewBackward0, mm(flat, wt), out_shape)
+    flat = input.reshape(rows, shape[-1])  # a copy, as torch's contiguous + _unsafe_view
+    out = apply1(UnsafeViewBackward0, mm(flat, wt), out_shape)
+    return out if bias is None else out + bias
+
+
+def bilinear(input1: Tensor, input2: Tensor, weight: Tensor,
+             bias: Tensor | None = None) -> Tensor:
+    """``F.bilinear``: y[..., o] = x1[..., i] W[o, i, j] x2[..., j] + b[o].
+
+    A composite: (x1 @ W reshaped to (in1, out * in2)) times x2, summed over in2, then the
+    view back to the batch shape (torch's last node, ``ViewBackward0``).
+    """
+    s1, s2, sw = input1._data.shape, input2._data.shape, weight._data.shape
+    if len(sw) != 3:
+        raise RuntimeError(f"bilinear(): weight must be 3-dimensional, but got {len(sw)} "
+                           f"dimension(s)")
+    if len(s1) != len(s2):
+        raise RuntimeError(f"bilinear(): input dimensions do not match: got {len(s1)} and "
+                           f"{len(s2)}")
+    if s1[:-1] != s2[:-1]:
+        for i, (a, b) in enumerate(zip(s1[:-1], s2[:-1])):
+            if a != b:
+                raise RuntimeError(f"bilinear(): input batch dimensions do not match at dim "
+                                   f"{i}: got {a} and {b}")
+    if s1[-1] != sw[1]:
+        raise RuntimeError(f"bilinear(): input1 size does not match weight size: got "
+                           f"{s1[-1]} but expected {sw[1]}")
+    if s2[-1] != sw[2]:
+        raise RuntimeError(f"bilinear(): input2 size does not match weight size: got "
+                           f"{s2[-1]} but expected {sw[2]}")
+    out_f, in1, in2 = sw
+    rows = int(np.prod(s1[:-1]))
+    x1 = input1.reshape(rows, in1)
+    x2 = input2.reshape(rows, in2)
+    w = weight.permute(1, 0, 2).reshape(in1, out_f * in2)
+    y = (mm(x1, w).view(rows, out_f, in2) * x2.unsqueeze(1)).sum(-1)
+    y = y.view(*s1[:-1], out_f)
+    return y if bias is None else y + bias
