@@ -4,57 +4,82 @@ from __future__ import annotations
 
 import warnings as _warnings
 
-from . import _backend
-from . import autograd  # before _tensor: autograd/__init__ imports it (no import cycle then)
+from . import (
+    _backend,
+    autograd,  # before _tensor: autograd/__init__ imports it (no import cycle then)
+    cuda,
+)
 from ._backend import device
 from ._backend.dtypes import (
-    get_default_dtype,
-    promote_types,
-    result_type as _result_type,
-    set_default_dtype,
-)
-from ._backend.dtypes import (  # noqa: F401 - the torch dtype names
     bool_ as bool,
+)
+from ._backend.dtypes import (
+    dtype,
     float16,
-    float16 as half,
     float32,
-    float32 as float,
     float64,
-    float64 as double,
+    get_default_dtype,
     int8,
     int16,
-    int16 as short,
     int32,
-    int32 as int,
     int64,
-    int64 as long,
+    promote_types,
+    set_default_dtype,
     uint8,
 )
-from ._backend.dtypes import dtype
+from ._backend.dtypes import (
+    float16 as half,
+)
+from ._backend.dtypes import (
+    float32 as float,
+)
+from ._backend.dtypes import (
+    float64 as double,
+)
+from ._backend.dtypes import (
+    int16 as short,
+)
+from ._backend.dtypes import (
+    int32 as int,
+)
+from ._backend.dtypes import (
+    int64 as long,
+)
+from ._backend.dtypes import (
+    result_type as _result_type,
+)
 from ._legacy import CPU_TYPES as _CPU_TYPES
 from ._tensor import Size, Tensor
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled
 from .autograd.grad_mode import is_inference_mode_enabled
-from .ops import *  # noqa: F403
-from .ops import (  # noqa: F401
-    abs, absolute, add, all, allclose, amax, any, argmax, argmin, bitwise_and, bitwise_not,
-    bitwise_or, bitwise_xor, bmm, broadcast_shapes, broadcast_tensors, broadcast_to, clamp,
-    clamp_max, clamp_min, clip, clone, cos, div, divide, dot, eq, equal, exp, expand,
-    flatten, floor_divide, ge, greater, greater_equal, gt, isclose, isfinite, isinf, isnan,
-    le, less, less_equal, log, logical_and, logical_not, logical_or, logical_xor, lt, masked_fill,
-    matmul, max, maximum, mean, min, minimum, mm, movedim, moveaxis, mul, multiply, mv, ne,
-    neg, negative, nonzero, norm, not_equal, permute, pow, reciprocal, relu, reshape, rsub,
-    sigmoid, sign, sin, sqrt, square, squeeze, sub, subtract, sum, swapaxes, swapdims, t,
-    tanh, transpose, true_divide, unbind, unflatten, unsqueeze, where,
-)
-from .ops.creation import (  # noqa: F401
-    arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like, linspace, logspace,
-    ones, ones_like, rand, rand_like, randint, randint_like, randn, randn_like, randperm,
-    scalar_tensor, tensor, zeros, zeros_like,
+from .ops import *
+from .ops.creation import (
+    arange,
+    as_tensor,
+    empty,
+    empty_like,
+    eye,
+    from_numpy,
+    full,
+    full_like,
+    linspace,
+    logspace,
+    ones,
+    ones_like,
+    rand,
+    rand_like,
+    randint,
+    randint_like,
+    randn,
+    randn_like,
+    randperm,
+    scalar_tensor,
+    tensor,
+    zeros,
+    zeros_like,
 )
 from .random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
-from . import cuda
 
 __version__ = "0.1.0"
 
@@ -63,8 +88,6 @@ __version__ = "0.1.0"
 _warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"ember\.")
 
 globals().update(_CPU_TYPES)  # FloatTensor, LongTensor, ...
-
-float32.__class__  # keep the dtype names above from being flagged as unused
 
 
 def is_tensor(obj) -> bool:

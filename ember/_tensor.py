@@ -43,7 +43,7 @@ class Size(tuple):
 class _Extra:
     """Rarely used per-tensor state, allocated on first use to keep Tensor creation cheap."""
 
-    __slots__ = ("hooks", "retains_grad", "post_acc_hooks", "inference", "name")
+    __slots__ = ("hooks", "inference", "name", "post_acc_hooks", "retains_grad")
 
     def __init__(self) -> None:
         self.hooks = None
@@ -180,8 +180,19 @@ class Tensor:
     ``ember.tensor(data)`` is the usual way to make one.
     """
 
-    __slots__ = ("_data", "_grad_fn", "_requires_grad", "_output_nr", "_vc", "_grad",
-                 "_base", "_view", "_acc", "_extra", "__weakref__")
+    __slots__ = (
+        "__weakref__",
+        "_acc",
+        "_base",
+        "_data",
+        "_extra",
+        "_grad",
+        "_grad_fn",
+        "_output_nr",
+        "_requires_grad",
+        "_vc",
+        "_view",
+    )
 
     __array_priority__ = 1000  # make ndarray + Tensor defer to Tensor.__radd__
 

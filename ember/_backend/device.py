@@ -8,9 +8,9 @@ _KNOWN_TYPES = ("cpu", "cuda", "meta", "mps")
 class device:
     """``torch.device('cpu')``, ``torch.device('cuda', 0)``, ``torch.device('cuda:1')``."""
 
-    __slots__ = ("type", "index")
+    __slots__ = ("index", "type")
 
-    def __init__(self, type, index: int | None = None):  # noqa: A002 - torch's argument name
+    def __init__(self, type, index: int | None = None):
         if isinstance(type, device):
             self.type, self.index = type.type, type.index
             return

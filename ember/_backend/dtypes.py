@@ -14,8 +14,16 @@ import numpy as np
 class dtype:
     """A torch-style dtype: ``ember.float32`` prints as ``torch.float32``."""
 
-    __slots__ = ("name", "np", "itemsize", "is_floating_point", "is_complex", "is_signed",
-                 "_category", "_legacy")
+    __slots__ = (
+        "_category",
+        "_legacy",
+        "is_complex",
+        "is_floating_point",
+        "is_signed",
+        "itemsize",
+        "name",
+        "np",
+    )
 
     def __init__(self, name: str, np_dtype, category: int, legacy: str):
         self.name = name
@@ -91,7 +99,7 @@ def to_dtype(value) -> dtype:
     if value is bool:
         return bool_
     if isinstance(value, str):
-        name = value[6:] if value.startswith("torch.") else value
+        name = value.removeprefix("torch.")
         if name in ALIASES:
             return ALIASES[name]
         for d in DTYPES:

@@ -63,7 +63,7 @@ def vjp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
 
 def jvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
     """``(func(inputs), J v)`` via the double-backward trick."""
-    inputs, is_tuple = _tuple(inputs)
+    inputs, _ = _tuple(inputs)
     if v is None:
         if any(i.numel() != 1 for i in inputs):
             raise RuntimeError("The vector v can only be None if the input to the user-provided "

@@ -33,7 +33,7 @@ INFERENCE_SAVE_ERROR = (
 
 
 class _NodeHooks:
-    __slots__ = ("pre", "post", "tensor_pre", "retain")
+    __slots__ = ("post", "pre", "retain", "tensor_pre")
 
     def __init__(self) -> None:
         self.pre = HookDict()          # fn(grad_outputs) -> new grad_outputs | None
@@ -45,8 +45,18 @@ class _NodeHooks:
 class Node:
     """A function in the backward graph. ``name()`` is torch's name, e.g. ``MulBackward0``."""
 
-    __slots__ = ("next_functions", "_sequence_nr", "_in_meta", "_saved", "_saved_versions",
-                 "_saved_out", "_hooks", "_trace", "_metadata", "__weakref__")
+    __slots__ = (
+        "__weakref__",
+        "_hooks",
+        "_in_meta",
+        "_metadata",
+        "_saved",
+        "_saved_out",
+        "_saved_versions",
+        "_sequence_nr",
+        "_trace",
+        "next_functions",
+    )
 
     def name(self) -> str:
         return type(self).__name__

@@ -105,7 +105,7 @@ def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None,
         fill_value = fill_value.item()
     if dtype is None:
         dtype = _dt._scalar_dtype(fill_value)
-    shape = _size((size,) if not isinstance(size, int) else (size,), "full")
+    shape = _size((size,), "full")
     return _finish(np.full(shape, fill_value, dtype=_dt.to_dtype(dtype).np), requires_grad,
                    device)
 

@@ -430,7 +430,7 @@ class ReciprocalBackward0(Op):
 class ClampBackward1(Op):
     """clamp(input, min, max) with scalar bounds: the gradient passes where min <= x <= max."""
 
-    __slots__ = ("lo", "hi")
+    __slots__ = ("hi", "lo")
     save_inputs = (0,)
 
     def forward(self, a, lo, hi):
@@ -652,7 +652,7 @@ def floor_divide(input, other) -> Tensor:
     return div(input, other, rounding_mode="floor")
 
 
-def pow(input, exponent, *, out=None) -> Tensor:  # noqa: A001 - torch's name
+def pow(input, exponent, *, out=None) -> Tensor:
     """``torch.pow``: tensor ** scalar, tensor ** tensor or scalar ** tensor."""
     if not isinstance(input, Tensor):
         return pow_scalar_base(input, exponent)
@@ -724,7 +724,7 @@ def relu(input: Tensor) -> Tensor:
     return apply1(ReluBackward0, _check_tensor(input, "relu"))
 
 
-def abs(input: Tensor, *, out=None) -> Tensor:  # noqa: A001 - torch's name
+def abs(input: Tensor, *, out=None) -> Tensor:
     """``torch.abs``; the derivative at 0 is 0, as in torch."""
     return _maybe_out(apply1(AbsBackward0, _check_tensor(input, "abs")), out)
 
@@ -741,7 +741,7 @@ def square(input: Tensor) -> Tensor:
     return pow_scalar(input, 2)
 
 
-def clamp(input: Tensor, min=None, max=None, *, out=None) -> Tensor:  # noqa: A002
+def clamp(input: Tensor, min=None, max=None, *, out=None) -> Tensor:
     """``torch.clamp``: bounds may be numbers or tensors; at least one must be given."""
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
@@ -757,7 +757,7 @@ def clamp(input: Tensor, min=None, max=None, *, out=None) -> Tensor:  # noqa: A0
 clip = clamp
 
 
-def clamp_min(input: Tensor, min) -> Tensor:  # noqa: A002
+def clamp_min(input: Tensor, min) -> Tensor:
     """``torch.clamp_min``: max(input, min), min a number or a tensor."""
     if isinstance(min, Tensor):
         try:
@@ -767,7 +767,7 @@ def clamp_min(input: Tensor, min) -> Tensor:  # noqa: A002
     return apply1(ClampMinBackward0, input, min)
 
 
-def clamp_max(input: Tensor, max) -> Tensor:  # noqa: A002
+def clamp_max(input: Tensor, max) -> Tensor:
     """``torch.clamp_max``: min(input, max), max a number or a tensor."""
     if isinstance(max, Tensor):
         try:

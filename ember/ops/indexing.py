@@ -92,7 +92,7 @@ def _basic_name(key: tuple) -> str:
 class BasicIndexBackward(ViewOp):
     """x[basic key]: a view; d/dx = grad placed into zeros at the key."""
 
-    __slots__ = ("shape", "key")
+    __slots__ = ("key", "shape")
 
     def forward(self, a, key):
         self.shape, self.key = a.shape, key
@@ -130,7 +130,7 @@ class SliceBackwardBackward0(Op):
 class IndexBackward0(Op):
     """x[advanced key]: a copy; d/dx = grad accumulated into zeros at the key."""
 
-    __slots__ = ("shape", "key")
+    __slots__ = ("key", "shape")
 
     def forward(self, a, key):
         self.shape, self.key = a.shape, key
@@ -341,7 +341,7 @@ class ValueSelectingReductionBackward0(Op):
 class GatherBackward0(Op):
     """take_along_dim(input, idx, dim) with a fixed index array."""
 
-    __slots__ = ("shape", "dim", "idx")
+    __slots__ = ("dim", "idx", "shape")
 
     def forward(self, a, dim, idx):
         self.shape, self.dim, self.idx = a.shape, dim, idx

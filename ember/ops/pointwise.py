@@ -21,18 +21,73 @@ from .._backend import dtypes as _dt
 from .._tensor import Tensor, _make
 from ._op import BinaryOp, Op, apply1, promote
 from .elementwise import (
-    _maybe_out, _promote_all, _raise_not_broadcastable, cos, div, exp, pow, scalar_name, sin,
-    to_dtype, where,
+    _maybe_out,
+    _promote_all,
+    _raise_not_broadcastable,
+    cos,
+    div,
+    exp,
+    pow,
+    scalar_name,
+    sin,
+    to_dtype,
+    where,
 )
 from .inplace import inplace as _inplace
 
 __all__ = [
-    "remainder", "fmod", "exp2", "expm1", "log2", "log10", "log1p", "rsqrt", "tan", "asin",
-    "acos", "atan", "atan2", "arctan2", "sinh", "cosh", "asinh", "acosh", "atanh", "arcsin",
-    "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "logit", "erf", "erfc", "erfinv",
-    "floor", "ceil", "round", "trunc", "fix", "frac", "fmax", "fmin", "lerp", "addcmul",
-    "addcdiv", "hypot", "logaddexp", "logaddexp2", "nan_to_num", "xlogy", "sinc", "deg2rad",
-    "rad2deg", "copysign", "heaviside", "float_power", "positive",
+    "acos",
+    "acosh",
+    "addcdiv",
+    "addcmul",
+    "arccos",
+    "arccosh",
+    "arcsin",
+    "arcsinh",
+    "arctan",
+    "arctan2",
+    "arctanh",
+    "asin",
+    "asinh",
+    "atan",
+    "atan2",
+    "atanh",
+    "ceil",
+    "copysign",
+    "cosh",
+    "deg2rad",
+    "erf",
+    "erfc",
+    "erfinv",
+    "exp2",
+    "expm1",
+    "fix",
+    "float_power",
+    "floor",
+    "fmax",
+    "fmin",
+    "fmod",
+    "frac",
+    "heaviside",
+    "hypot",
+    "lerp",
+    "log1p",
+    "log2",
+    "log10",
+    "logaddexp",
+    "logaddexp2",
+    "logit",
+    "nan_to_num",
+    "positive",
+    "rad2deg",
+    "remainder",
+    "round",
+    "rsqrt",
+    "sinc",
+    "sinh",
+    "tan",
+    "trunc",
+    "xlogy",
 ]
 
 _LN2 = math.log(2.0)
@@ -627,7 +682,7 @@ fix = _rounding(TruncBackward0, "fix", "trunc")
 _round0 = _rounding(RoundBackward0, "round", "round")
 
 
-def round(input: Tensor, *, decimals: int | None = None, out=None) -> Tensor:  # noqa: A001
+def round(input: Tensor, *, decimals: int | None = None, out=None) -> Tensor:
     """``torch.round``: half to even; ``decimals`` rounds to that many decimal places."""
     if decimals is None:
         return _round0(input, out=out)

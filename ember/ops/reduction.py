@@ -67,7 +67,7 @@ class SumBackward0(Op):
 class SumBackward1(Op):
     """sum(input, dim, keepdim): d/dinput = grad with the reduced dims re-inserted, broadcast."""
 
-    __slots__ = ("shape", "dims", "keepdim")
+    __slots__ = ("dims", "keepdim", "shape")
 
     def forward(self, a, dims, keepdim, out_dtype):
         self.shape, self.dims, self.keepdim = a.shape, dims, keepdim
@@ -96,7 +96,7 @@ class MeanBackward0(Op):
 class MeanBackward1(Op):
     """mean(input, dim, keepdim): d/dinput = grad / count, broadcast."""
 
-    __slots__ = ("shape", "dims", "keepdim")
+    __slots__ = ("dims", "keepdim", "shape")
 
     def forward(self, a, dims, keepdim):
         self.shape, self.dims, self.keepdim = a.shape, dims, keepdim
@@ -113,7 +113,7 @@ class MeanBackward1(Op):
 class LinalgVectorNormBackward0(Op):
     """vector_norm(input, ord, dim, keepdim): d/dx = grad * x |x|^(p-2) / norm^(p-1)."""
 
-    __slots__ = ("ord", "dims", "keepdim")
+    __slots__ = ("dims", "keepdim", "ord")
     save_inputs = (0,)
     save_output = True
 
@@ -181,7 +181,7 @@ class MinBackward1(MaxBackward1):
 class MaxBackward0(Op):
     """max(input, dim) / min(input, dim): the gradient goes to the selected index."""
 
-    __slots__ = ("shape", "dim", "keepdim", "idx")
+    __slots__ = ("dim", "idx", "keepdim", "shape")
 
     def forward(self, a, dim, keepdim, argfn):
         if a.ndim and a.shape[dim] == 0:
@@ -229,7 +229,7 @@ class AminBackward0(AmaxBackward0):
     __slots__ = ()
 
 
-def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A001
+def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """``torch.sum``: integer and bool inputs sum to int64, as in torch."""
     out_dtype = _dt.to_dtype(dtype).np if dtype is not None else (
         np.int64 if input._data.dtype.kind in "biu" else None)
@@ -312,13 +312,13 @@ def _extreme(input: Tensor, dim, keepdim, other, fn, argfn, full_cls, dim_cls, r
     return result(values, _make(np.asarray(idx, dtype=np.int64)))
 
 
-def max(input: Tensor, dim=None, keepdim: bool = False, *, other=None):  # noqa: A001
+def max(input: Tensor, dim=None, keepdim: bool = False, *, other=None):
     """``torch.max``: the maximum; with ``dim``, a named tuple (values, indices)."""
     return _extreme(input, dim, keepdim, other, np.max, np.argmax, MaxBackward1, MaxBackward0,
                     max_result, "max")
 
 
-def min(input: Tensor, dim=None, keepdim: bool = False, *, other=None):  # noqa: A001
+def min(input: Tensor, dim=None, keepdim: bool = False, *, other=None):
     """``torch.min``: the minimum; with ``dim``, a named tuple (values, indices)."""
     return _extreme(input, dim, keepdim, other, np.min, np.argmin, MinBackward1, MinBackward0,
                     min_result, "min")
@@ -359,14 +359,14 @@ def argmin(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     return _make(np.asarray(np.argmin(input._data, axis=d, keepdims=keepdim), dtype=np.int64))
 
 
-def all(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001
+def all(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """``torch.all``: a bool result (uint8 for a uint8 input, as in torch)."""
     dims = reduce_dims(dim, input._data.ndim)
     out = np.asarray(np.all(input._data, axis=dims, keepdims=keepdim))
     return _make(out.astype(np.uint8) if input._data.dtype == np.uint8 else out)
 
 
-def any(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:  # noqa: A001
+def any(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """``torch.any``: a bool result (uint8 for a uint8 input, as in torch)."""
     dims = reduce_dims(dim, input._data.ndim)
     out = np.asarray(np.any(input._data, axis=dims, keepdims=keepdim))

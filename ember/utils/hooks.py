@@ -11,7 +11,7 @@ _next_id = itertools.count()
 class RemovableHandle:
     """Removes the hook it was returned for from its registry when ``remove()`` is called."""
 
-    __slots__ = ("_registry", "id", "__weakref__")
+    __slots__ = ("__weakref__", "_registry", "id")
 
     def __init__(self, registry: HookDict) -> None:
         self.id = next(_next_id)

@@ -4,8 +4,21 @@ from __future__ import annotations
 
 import numpy as np
 from op_table import (
-    BINARY, F32, FLOAT, KINKS, NUMERIC, TIES, UNARY, OpCase, S, Spec, nc, nonzero,
-    positive, st, uniform,
+    BINARY,
+    F32,
+    FLOAT,
+    KINKS,
+    NUMERIC,
+    TIES,
+    UNARY,
+    OpCase,
+    S,
+    Spec,
+    nc,
+    nonzero,
+    positive,
+    st,
+    uniform,
 )
 
 # --------------------------------------------------------------------------- value domains
