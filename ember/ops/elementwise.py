@@ -382,8 +382,26 @@ class ReluBackward0(Op):
         return np.maximum(a, 0) if a.dtype.kind != "b" else a.copy()
 
     def backward(self, grad):
-        y = self.saved_output()
-        return grad * (y > 0).to(grad.dtype)
+        return ThresholdBackwardBackward0.apply(grad, self.saved_output(), params=(0,))
+
+
+class ThresholdBackwardBackward0(Op):
+    """threshold_backward(grad, x, threshold): grad where x > threshold, else 0.
+
+    NOTE: one fused NumPy expression, not ``grad * (x > t).to(dtype)``: relu's backward runs
+    on every activation of a network, and the extra temporaries cost more than the math.
+    """
+
+    __slots__ = ("threshold",)
+    save_inputs = (1,)
+
+    def forward(self, g, x, threshold):
+        self.threshold = threshold
+        return g * (x > threshold)
+
+    def backward(self, grad):
+        (x,) = self.saved()
+        return ThresholdBackwardBackward0.apply(grad, x, params=(self.threshold,)), None
 
 
 class AbsBackward0(Op):
