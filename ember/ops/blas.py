@@ -149,8 +149,8 @@ def mv(input: Tensor, vec: Tensor) -> Tensor:
     return MvBackward0.apply(input, vec)
 
 
-def dot(input: Tensor, other: Tensor) -> Tensor:
-    """``torch.dot``: 1-D . 1-D."""
+def check_vectors(input: Tensor, other: Tensor) -> None:
+    """dot's (and vdot's) argument checks, with torch's messages."""
     if input._data.ndim != 1 or other._data.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {input._data.ndim}D and "
                            f"{other._data.ndim}D tensors")
@@ -159,6 +159,11 @@ def dot(input: Tensor, other: Tensor) -> Tensor:
                            f"{scalar_name(input.dtype)} and {scalar_name(other.dtype)}")
     if input._data.shape[0] != other._data.shape[0]:
         raise _size_error("dot", input, other)
+
+
+def dot(input: Tensor, other: Tensor) -> Tensor:
+    """``torch.dot``: 1-D . 1-D."""
+    check_vectors(input, other)
     return DotBackward0.apply(input, other)
 
 

@@ -320,8 +320,16 @@ def nonzero(input: Tensor, *, as_tuple: bool = False):
     return _make(np.argwhere(d).astype(np.int64))
 
 
+def _along(idx: np.ndarray, dim: int) -> tuple:
+    """A NumPy key putting ``idx`` on ``dim`` and each element's own position elsewhere."""
+    grid = list(np.indices(idx.shape, sparse=True))
+    grid[dim] = idx
+    return tuple(grid)
+
+
 class ValueSelectingReductionBackward0(Op):
-    """Put grad at ``idx`` along ``dim`` in zeros of ``shape`` (backward of max/min by dim)."""
+    """Add grad at ``idx`` along ``dim`` into zeros of ``shape`` (backward of max/min/cummax
+    by dim); repeated indices accumulate."""
 
     __slots__ = ("dim", "idx")
 
@@ -329,7 +337,7 @@ class ValueSelectingReductionBackward0(Op):
         self.dim, self.idx = dim, idx
         out = np.zeros(shape, dtype=g.dtype)
         if len(shape):
-            np.put_along_axis(out, idx, g, axis=dim)
+            np.add.at(out, _along(idx, dim), g)
         else:
             out[...] = g
         return out

@@ -44,19 +44,21 @@ class StackBackward0(Op):
                      for i, (node, _) in enumerate(self.next_functions))
 
 
-def _check_tensors(tensors, op: str) -> list:
+def tensor_list(tensors, op: str, empty: str = "(): expected a non-empty list of Tensors") -> list:
+    """The sequence of tensors a joining op takes, with torch's errors (``empty`` follows the
+    op's name in the message for an empty one)."""
     if isinstance(tensors, Tensor):
         raise TypeError(f"{op}(): argument 'tensors' (position 1) must be tuple of Tensors, not "
                         "Tensor")
     tensors = list(tensors)
     if not tensors:
-        raise RuntimeError(f"{op}(): expected a non-empty list of Tensors")
+        raise RuntimeError(op + empty)
     return tensors
 
 
 def cat(tensors, dim: int = 0, *, out=None) -> Tensor:
     """``torch.cat``: join along an existing dim (dtypes promoted; legacy empty 1-d skipped)."""
-    tensors = _check_tensors(tensors, "cat")
+    tensors = tensor_list(tensors, "cat")
     kept = [(i, t) for i, t in enumerate(tensors)
             if not (t._data.ndim == 1 and t._data.shape[0] == 0)] or list(enumerate(tensors))
     ref = kept[0][1]
@@ -80,7 +82,7 @@ concat = concatenate = cat
 
 def stack(tensors, dim: int = 0, *, out=None) -> Tensor:
     """``torch.stack``: join along a new dim; all shapes must be equal."""
-    tensors = _check_tensors(tensors, "stack")
+    tensors = tensor_list(tensors, "stack")
     shape = tensors[0]._data.shape
     for i, t in enumerate(tensors):
         if t._data.shape != shape:

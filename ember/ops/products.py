@@ -10,7 +10,7 @@ import numpy as np
 
 from .._tensor import _CPP_NAMES, Tensor, _make, _wrap_dim
 from ._op import Op
-from .blas import DotBackward0, matmul, mm
+from .blas import DotBackward0, check_vectors, matmul, mm
 from .elementwise import scalar_name
 
 __all__ = [
@@ -49,17 +49,7 @@ class VdotBackward0(DotBackward0):
 
 def vdot(input: Tensor, other: Tensor) -> Tensor:
     """``torch.vdot``: the dot product (the first argument conjugated: a no-op for reals)."""
-    if input._data.ndim != 1 or other._data.ndim != 1:
-        raise RuntimeError(f"1D tensors expected, but got {input._data.ndim}D and "
-                           f"{other._data.ndim}D tensors")
-    if input._data.dtype != other._data.dtype:
-        raise RuntimeError("dot : expected both vectors to have same dtype, but found "
-                           f"{scalar_name(input.dtype)} and {scalar_name(other.dtype)}")
-    n, m = input._data.shape[0], other._data.shape[0]
-    if n != m:
-        raise RuntimeError(f"inconsistent tensor size, expected tensor [{n}] and src [{m}] to "
-                           f"have the same number of elements, but got {n} and {m} elements "
-                           "respectively")
+    check_vectors(input, other)
     return VdotBackward0.apply(input, other)
 
 

@@ -10,6 +10,7 @@ from .._backend import dtypes as _dt
 from .._tensor import Tensor, _make, _wrap_dim
 from ..autograd.grad_mode import state as _grad_state
 from ._op import Op, _record, apply1
+from .indexing import ValueSelectingReductionBackward0
 
 __all__: list[str] = ["cummax", "cummin", "cumprod", "cumsum"]  # exported as ember.<name>
 
@@ -41,44 +42,6 @@ def _flip(x: Tensor, dim: int) -> Tensor:
 def reverse_cumsum(x: Tensor, dim: int) -> Tensor:
     """``out[i] = sum(x[i:])`` along ``dim``: torch's ``reversed_cumsum`` (flip, cumsum, flip)."""
     return _flip(apply1(CumsumBackward0, _flip(x, dim), dim, None), dim)
-
-
-def _along(idx: np.ndarray, dim: int) -> tuple:
-    """A full NumPy index that puts ``idx`` on ``dim`` and each element's own position elsewhere."""
-    grid = list(np.indices(idx.shape, sparse=True))
-    grid[dim] = idx
-    return tuple(grid)
-
-
-class ScatterAddBackward0(Op):
-    """zeros(shape).scatter_add(dim, idx, src): repeated indices add up (backward of cummax)."""
-
-    __slots__ = ("dim", "idx")
-
-    def forward(self, src, shape, dim, idx):
-        self.dim, self.idx = dim, idx
-        out = np.zeros(shape, dtype=src.dtype)
-        if src.ndim:
-            np.add.at(out, _along(idx, dim), src)
-        else:
-            out[...] = src
-        return out
-
-    def backward(self, grad):
-        return apply1(GatherBackward0, grad, self.dim, self.idx)
-
-
-class GatherBackward0(Op):
-    """gather(input, dim, idx) with a fixed index array whose entries may repeat."""
-
-    __slots__ = ("dim", "idx", "shape")
-
-    def forward(self, a, dim, idx):
-        self.shape, self.dim, self.idx = a.shape, dim, idx
-        return np.take_along_axis(a, idx, axis=dim) if a.ndim else a.copy()
-
-    def backward(self, grad):
-        return apply1(ScatterAddBackward0, grad, self.shape, self.dim, self.idx)
 
 
 # --------------------------------------------------------------------------- the ops
@@ -196,7 +159,7 @@ class CummaxBackward0(Op):
     def backward(self, grad):
         if not len(self.shape):
             return grad
-        return apply1(ScatterAddBackward0, grad, self.shape, self.dim, self.idx)
+        return apply1(ValueSelectingReductionBackward0, grad, self.shape, self.dim, self.idx)
 
 
 class CumminBackward0(CummaxBackward0):

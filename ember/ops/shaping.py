@@ -17,7 +17,7 @@ from .._tensor import Size, Tensor, _make, _wrap_dim
 from ..autograd.grad_mode import state as _grad_state
 from ._op import Op, _record, apply1
 from .indexing import _BASIC_NODES, MULTI_OUTPUT_NODES, IndexBackward0, getitem
-from .joining import cat
+from .joining import cat, tensor_list
 from .views import ViewOp, expand, reshape, unsqueeze, view, view_op
 
 __all__ = [
@@ -326,13 +326,7 @@ def tensor_split(input: Tensor, indices_or_sections, dim: int = 0) -> tuple:
 
 
 def _tensor_list(tensors, op: str) -> list:
-    if isinstance(tensors, Tensor):
-        raise TypeError(f"{op}(): argument 'tensors' (position 1) must be tuple of Tensors, not "
-                        "Tensor")
-    tensors = list(tensors)
-    if not tensors:
-        raise RuntimeError(f"{op} expects a non-empty TensorList")
-    return tensors
+    return tensor_list(tensors, op, " expects a non-empty TensorList")
 
 
 def hstack(tensors, *, out=None) -> Tensor:
