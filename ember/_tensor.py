@@ -741,8 +741,9 @@ def _rebuild(data: np.ndarray, requires_grad: bool) -> Tensor:
 def _rewrap(t: Tensor, cls: type) -> Tensor:
     """Re-home a freshly made Tensor's fields in an instance of a Tensor subclass."""
     out = _new(cls)
-    for slot in Tensor.__slots__[:-1]:
-        setattr(out, slot, getattr(t, slot))
+    for slot in Tensor.__slots__:
+        if slot != "__weakref__":
+            setattr(out, slot, getattr(t, slot))
     return out
 
 
