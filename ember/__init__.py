@@ -124,4 +124,7 @@ def __getattr__(name: str):
     import importlib
     if name in ("nn", "optim", "utils", "testing", "linalg"):
         return importlib.import_module("." + name, __name__)
+    if name in ("save", "load", "save_safetensors", "load_safetensors", "serialization"):
+        module = importlib.import_module(".serialization", __name__)
+        return module if name == "serialization" else getattr(module, name)
     raise AttributeError(f"module 'ember' has no attribute '{name}'")

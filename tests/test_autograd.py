@@ -2087,3 +2087,20 @@ def test_leaf_grad_after_create_graph_is_freed_when_cleared():
         x.grad = None
         return ref() is None
     assert _with_gc_disabled(run)
+
+
+def test_mark_non_differentiable_on_an_input_returned_as_is(torch):
+    def run(lib):
+        class F(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, a, b):
+                ctx.mark_non_differentiable(b)
+                return a, b
+
+            @staticmethod
+            def backward(ctx, ga, gb):
+                return ga, gb
+        a, b = lib.ones(2, requires_grad=True), lib.ones(2, requires_grad=True)
+        outs = F.apply(a, b)
+        return [o.requires_grad for o in outs]
+    assert run(ember) == run(torch) == [True, False]

@@ -205,6 +205,8 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
             elif id(o) in arg_ids:
                 alias = _make(o._data)  # torch returns a view of an input returned as is
                 alias._vc = o._vc
+                if id(o) in non_diff:
+                    non_diff.add(id(alias))
                 o = outputs[i] = alias
             if recording and id(o) not in non_diff and o._data.dtype.kind == "f":
                 if id(o) in dirty and o._base is not None and o._view is not None:

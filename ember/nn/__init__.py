@@ -6,6 +6,6 @@
 
 from __future__ import annotations
 
-from . import functional
+from . import functional, init, utils
 from .modules import *  # noqa: F403
 from .parameter import Parameter

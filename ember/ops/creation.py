@@ -220,9 +220,11 @@ def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
 
 
 def randint(*args, generator=None, out=None, dtype=None, layout=None, device=None,
-            requires_grad=False, size=None) -> Tensor:
+            requires_grad=False, size=None, low=None, high=None) -> Tensor:
     """``torch.randint(high, size)`` or ``torch.randint(low, high, size)``: int64 by default."""
     args = list(args)
+    if high is not None:  # keyword form: randint(low=0, high=5, size=(3,))
+        args = [0 if low is None else low, high] + args
     if size is None:
         if not args or not isinstance(args[-1], (tuple, list, Size)):
             raise TypeError("randint() missing required argument 'size'")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib as _importlib
 
 _AREAS = ("activation", "linear", "normalization", "loss", "conv", "pooling", "sparse",
-          "distance", "dropout", "vision")
+          "distance", "dropout", "vision", "attention")
 
 for _area in _AREAS:
     _mod = _importlib.import_module("." + _area, __name__)

@@ -55,6 +55,7 @@ __all__ = [
     "smooth_l1_loss",
     "soft_margin_loss",
     "triplet_margin_loss",
+    "triplet_margin_with_distance_loss",
 ]
 
 _REDUCTIONS = ("none", "mean", "sum")
@@ -975,6 +976,29 @@ def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor,
     dist_neg = _pairwise_distance(anchor, negative, p, eps)
     if swap:
         dist_neg = minimum(dist_neg, _pairwise_distance(positive, negative, p, eps))
+    return _reduce(clamp_min(margin + dist_pos - dist_neg, 0), reduction)
+
+
+def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative: Tensor, *,
+                                      distance_function=None, margin: float = 1.0,
+                                      swap: bool = False, reduction: str = "mean") -> Tensor:
+    """``F.triplet_margin_with_distance_loss``: max(0, margin + d(a, p) - d(a, n)) for any
+    distance ``d`` (``pairwise_distance`` by default)."""
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    da, dp, dn = anchor.dim(), positive.dim(), negative.dim()
+    if not (da == dp == dn):
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have "
+                           f"the same number of dimensions, but got: anchor {da}D, positive "
+                           f"{dp}D, and negative {dn}D inputs")
+    if distance_function is None:
+        from .distance import pairwise_distance as distance_function
+    dist_pos = distance_function(anchor, positive)
+    dist_neg = distance_function(anchor, negative)
+    if swap:
+        dist_neg = minimum(dist_neg, distance_function(positive, negative))
     return _reduce(clamp_min(margin + dist_pos - dist_neg, 0), reduction)
 
 

@@ -1,13 +1,16 @@
-"""nn.functional lookups: ``embedding`` and ``one_hot``."""
+"""nn.functional lookups: ``embedding``, ``embedding_bag`` and ``one_hot``."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
+from ..._backend import dtypes as _dt
 from ..._tensor import Tensor, _make
 from ...ops._op import Op, apply1
 
-__all__ = ["embedding", "one_hot"]
+__all__ = ["embedding", "embedding_bag", "one_hot"]
 
 
 class EmbeddingBackward0(Op):
@@ -110,6 +113,131 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
         if padding_idx is not None:
             coef = np.where(idx == padding_idx, 0, coef).astype(coef.dtype)
     return apply1(EmbeddingBackward0, weight, idx, coef)
+
+
+def _bag_error() -> RuntimeError:
+    return RuntimeError("Expected i < index_size to be true, but got false.  (Could this error "
+                        "message be improved?  If so, please report an enhancement request to "
+                        "PyTorch.)")
+
+
+def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
+                  max_norm: float | None = None, norm_type: float = 2,
+                  scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False,
+                  per_sample_weights: Tensor | None = None, include_last_offset: bool = False,
+                  padding_idx: int | None = None) -> Tensor:
+    """``F.embedding_bag``: sums, means or maxima of bags of embedding rows, without the
+    intermediate (n, D) tensor being visible. Bags are given by ``offsets`` into a 1-D
+    ``input``, or are the rows of a 2-D ``input``; entries equal to ``padding_idx`` are left
+    out (and not counted by 'mean'); an empty bag gives zeros.
+
+    NOTE: a composite of ``embedding`` and ``index_add`` (sum/mean) or a padded gather and
+    ``max`` over the bag (max), so gradients to ``weight`` and ``per_sample_weights`` come
+    from those ops. ``scale_grad_by_freq`` scales by each index's count in ``input`` as
+    ``F.embedding`` does (torch 2.13's CPU embedding_bag miscounts there); with
+    ``include_last_offset`` the last offset should be ``len(input)``, as torch documents.
+    """
+    from ...ops import cat
+    from ...ops.creation import full, zeros
+    if weight.dtype == _dt.int64 and input.is_floating_point():
+        warnings.warn("Argument order of nn.functional.embedding_bag was changed. Usage "
+                      "`embedding_bag(weight, input, ...)` is deprecated, and should now be "
+                      "`embedding_bag(input, weight, ...)`.", stacklevel=2)
+        weight, input = input, weight
+    if per_sample_weights is not None and input.size() != per_sample_weights.size():
+        raise ValueError(f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) is "
+                         f"not None, then it must have the same shape as the input "
+                         f"({input.shape})")
+    if weight.dim() != 2:
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension "
+                         f"{weight.dim()}")
+    idx = input._data
+    if input.dim() == 2:
+        if offsets is not None:
+            raise ValueError("if input is 2D, then offsets has to be None, as input is treated "
+                             "is a mini-batch of fixed length sequences. However, found offsets "
+                             f"of type {type(offsets)}")
+        offs = np.arange(0, idx.size, idx.shape[1]) if idx.shape[1] else np.zeros(
+            idx.shape[0], dtype=np.int64)
+        include_last_offset = False
+        idx = idx.reshape(-1)
+        if per_sample_weights is not None:
+            per_sample_weights = per_sample_weights.reshape(-1)
+    elif input.dim() == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        if offsets.dim() != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
+        offs = offsets._data
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
+                         f"{input.dim()}")
+    if mode == "max":
+        if scale_grad_by_freq:
+            raise ValueError("max mode does not support scaling the gradient by the frequency")
+        if sparse:
+            raise ValueError("max mode does not support sparse weights")
+    elif mode not in ("sum", "mean"):
+        raise ValueError("mode has to be one of sum, mean or max")
+    if idx.dtype not in (np.int64, np.int32):
+        raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the "
+                           f"following scalar types: Long, Int; but got torch."
+                           f"{input.dtype._legacy} instead (while checking arguments for "
+                           f"embedding_bag)")
+    n, num = idx.size, weight._data.shape[0]
+    if max_norm is not None:
+        _renorm_rows(weight, idx, max_norm, norm_type)
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. "
+                                  f"per_sample_weights is only supported for mode='sum' (got "
+                                  f"mode='{mode}'). Please open a feature request on GitHub.")
+    if offs.size and offs[0] != 0:
+        raise RuntimeError(f"offsets[0] has to be 0, i.e., the first sequence in the mini-batch "
+                           f"has to start from position 0. However, got {int(offs[0])}")
+    if offs.size and offs[-1] > n:
+        raise RuntimeError(f"offsets[-1] can not be greater than input's length {n} but got "
+                           f"offsets[-1] of {int(offs[-1])}")
+    if np.any(np.diff(offs) < 0) or (n and (idx.min() < 0 or idx.max() >= num)):
+        raise _bag_error()
+    if include_last_offset:
+        starts, ends = offs[:-1], offs[1:]
+    else:
+        starts, ends = offs, np.append(offs[1:], n).astype(offs.dtype)
+    bags = len(starts)
+    lengths = (ends - starts).astype(np.int64)
+    seg = np.repeat(np.arange(bags), lengths)  # the bag of each entry used
+    pos = np.concatenate([np.arange(a, b) for a, b in zip(starts, ends)]) if bags else \
+        np.zeros(0, dtype=np.int64)
+    if padding_idx is not None:
+        if padding_idx < 0:
+            padding_idx += num
+        keep = idx[pos] != padding_idx
+        pos, seg = pos[keep], seg[keep]
+    dim = weight._data.shape[1]
+    rows = embedding(_make(idx[pos].astype(np.int64)), weight,
+                     scale_grad_by_freq=scale_grad_by_freq)
+    if mode == "max":
+        counts = np.bincount(seg, minlength=bags)
+        width = int(counts.max()) if bags else 0
+        if width == 0:
+            return zeros(bags, dim, dtype=weight.dtype)
+        # (bags, width) positions into rows, padded with an extra -inf row
+        slot = np.arange(len(seg)) - np.repeat(np.cumsum(counts) - counts, counts)
+        table = np.full((bags, width), len(seg), dtype=np.int64)
+        table[seg, slot] = np.arange(len(seg))
+        ext = cat([rows, full((1, dim), float("-inf"), dtype=weight.dtype)], 0)
+        out = ext[_make(table)].max(dim=1).values
+        empty = counts == 0
+        if empty.any():
+            out = out.masked_fill(_make(empty[:, None]), 0)
+        return out
+    if per_sample_weights is not None:
+        rows = rows * per_sample_weights[_make(pos)].unsqueeze(1)
+    elif mode == "mean":
+        counts = np.bincount(seg, minlength=bags)
+        scale = 1.0 / np.maximum(counts, 1)[seg]
+        rows = rows * _make(scale[:, None].astype(weight._data.dtype))
+    return zeros(bags, dim, dtype=weight.dtype).index_add(0, _make(seg), rows)
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:

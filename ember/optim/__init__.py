@@ -1,0 +1,29 @@
+"""``ember.optim``: torch's optimizers and learning-rate schedulers, updating with NumPy."""
+
+from . import lr_scheduler
+from .adadelta import Adadelta
+from .adagrad import Adagrad
+from .adam import Adam
+from .adamax import Adamax
+from .adamw import AdamW
+from .lbfgs import LBFGS
+from .nadam import NAdam
+from .optimizer import Optimizer
+from .radam import RAdam
+from .rmsprop import RMSprop
+from .sgd import SGD
+
+__all__ = [
+           "LBFGS",
+           "SGD",
+           "Adadelta",
+           "Adagrad",
+           "Adam",
+           "AdamW",
+           "Adamax",
+           "NAdam",
+           "Optimizer",
+           "RAdam",
+           "RMSprop",
+           "lr_scheduler",
+]

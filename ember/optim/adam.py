@@ -1,0 +1,122 @@
+"""``Adam`` (and the decoupled weight decay of ``AdamW``), with AMSGrad."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._tensor import Tensor
+from .optimizer import (
+    Optimizer,
+    _bump,
+    _check_lr,
+    _check_unsupported,
+    _lerp_,
+    _scalar_state,
+    _to_scalar,
+    _zeros_like,
+)
+
+__all__ = ["Adam"]
+
+
+def _check_betas(betas, eps, weight_decay) -> None:
+    if not 0.0 <= eps:
+        raise ValueError(f"Invalid epsilon value: {eps}")
+    if not 0.0 <= betas[0] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+    if not 0.0 <= betas[1] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+    if not 0.0 <= weight_decay:
+        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+
+
+class Adam(Optimizer):
+    """``torch.optim.Adam``, the same update as torch's ``_single_tensor_adam``."""
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0, amsgrad: bool = False, *,
+                 foreach: bool | None = None, maximize: bool = False, capturable: bool = False,
+                 differentiable: bool = False, fused: bool | None = None,
+                 decoupled_weight_decay: bool = False) -> None:
+        _check_lr(lr)
+        _check_betas(betas, eps, weight_decay)
+        if not ((isinstance(betas[0], float) and isinstance(betas[1], float))
+                or (isinstance(betas[0], Tensor) and isinstance(betas[1], Tensor))):
+            raise ValueError("betas must be either both floats or both Tensors")  # noqa: TRY004 (torch raises ValueError)
+        for i in (0, 1):
+            if isinstance(betas[i], Tensor) and betas[i].numel() != 1:
+                raise ValueError(f"Tensor betas[{i}] must be 1-element")
+        betas = tuple(map(_to_scalar, betas))
+        _check_unsupported(type(self).__name__, differentiable, capturable, fused)
+        defaults = {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay,
+                    "amsgrad": amsgrad, "maximize": maximize, "foreach": foreach,
+                    "capturable": capturable, "differentiable": differentiable, "fused": fused,
+                    "decoupled_weight_decay": decoupled_weight_decay}
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state) -> None:
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("amsgrad", False)
+            group.setdefault("maximize", False)
+            group.setdefault("foreach", None)
+            group.setdefault("capturable", False)
+            group.setdefault("differentiable", False)
+            group.setdefault("decoupled_weight_decay", False)
+            group.setdefault("fused", None)
+
+    def step(self, closure=None):
+        """Perform a single optimization step; returns ``closure()``'s loss if given."""
+        loss = self._eval_closure(closure)
+        for group in self.param_groups:
+            lr = _to_scalar(group["lr"])
+            beta1, beta2 = (_to_scalar(b) for b in group["betas"])
+            eps = group["eps"]
+            weight_decay = group["weight_decay"]
+            decoupled = group["decoupled_weight_decay"]
+            amsgrad = group["amsgrad"]
+            maximize = group["maximize"]
+            for p in group["params"]:
+                if p._grad is None:
+                    continue
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = _scalar_state()
+                    state["exp_avg"] = _zeros_like(p)
+                    state["exp_avg_sq"] = _zeros_like(p)
+                    if amsgrad:
+                        state["max_exp_avg_sq"] = _zeros_like(p)
+                step_t = state["step"]._data
+                step_t += 1
+                step = float(step_t)
+
+                d = p._data
+                g = p._grad._data
+                if maximize:
+                    g = -g
+                if weight_decay != 0:
+                    if decoupled:
+                        d *= 1 - lr * weight_decay
+                    else:
+                        g = g + weight_decay * d
+                m = state["exp_avg"]._data
+                v = state["exp_avg_sq"]._data
+                _lerp_(m, g, 1 - beta1)
+                v *= beta2
+                v += (1 - beta2) * g * g
+
+                step_size = lr / (1 - beta1 ** step)
+                bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
+                if amsgrad:
+                    vmax = state["max_exp_avg_sq"]._data
+                    np.maximum(vmax, v, out=vmax)
+                    denom = np.sqrt(vmax)
+                else:
+                    denom = np.sqrt(v)
+                denom /= bias_correction2_sqrt
+                denom += eps
+                np.divide(m, denom, out=denom)
+                denom *= step_size
+                d -= denom
+                _bump(p)
+        return loss

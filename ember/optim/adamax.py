@@ -1,0 +1,83 @@
+"""``Adamax``: Adam with the infinity norm in place of the second moment."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .adam import _check_betas
+from .optimizer import (
+    Optimizer,
+    _bump,
+    _check_lr,
+    _check_unsupported,
+    _lerp_,
+    _scalar_state,
+    _to_scalar,
+    _zeros_like,
+)
+
+__all__ = ["Adamax"]
+
+
+class Adamax(Optimizer):
+    """``torch.optim.Adamax``, the same update as torch's ``_single_tensor_adamax``."""
+
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0, foreach: bool | None = None, *,
+                 maximize: bool = False, differentiable: bool = False,
+                 capturable: bool = False) -> None:
+        _check_lr(lr)
+        _check_betas(betas, eps, weight_decay)
+        _check_unsupported("Adamax", differentiable, capturable)
+        defaults = {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay,
+                    "foreach": foreach, "maximize": maximize, "differentiable": differentiable,
+                    "capturable": capturable}
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state) -> None:
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("foreach", None)
+            group.setdefault("maximize", False)
+            group.setdefault("differentiable", False)
+            group.setdefault("capturable", False)
+
+    def step(self, closure=None):
+        """Perform a single optimization step; returns ``closure()``'s loss if given."""
+        loss = self._eval_closure(closure)
+        for group in self.param_groups:
+            lr = _to_scalar(group["lr"])
+            beta1, beta2 = group["betas"]
+            eps = group["eps"]
+            weight_decay = group["weight_decay"]
+            maximize = group["maximize"]
+            for p in group["params"]:
+                if p._grad is None:
+                    continue
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = _scalar_state()
+                    state["exp_avg"] = _zeros_like(p)
+                    state["exp_inf"] = _zeros_like(p)
+                step_t = state["step"]._data
+                step_t += 1
+                step = float(step_t)
+                d = p._data
+                g = p._grad._data
+                if maximize:
+                    g = -g
+                if weight_decay != 0:
+                    g = g + weight_decay * d
+                m = state["exp_avg"]._data
+                u = state["exp_inf"]._data
+                _lerp_(m, g, 1 - beta1)
+                u *= beta2
+                norm = np.abs(g)
+                norm += eps
+                np.maximum(u, norm, out=u)
+                clr = lr / (1 - beta1 ** step)
+                np.divide(m, u, out=norm)
+                norm *= clr
+                d -= norm
+                _bump(p)
+        return loss

@@ -1,0 +1,431 @@
+"""``Optimizer``: the base class of every optimizer, following ``torch.optim.Optimizer``.
+
+Param groups, ``add_param_group``, ``zero_grad``, step hooks and ``state_dict`` /
+``load_state_dict`` in torch's format (state keyed by parameter index; ``step`` kept as a 0-d
+tensor, as torch does). Subclasses update ``p._data`` in place with NumPy: the arithmetic of an
+update never records autograd history, so no graph is built and no per-op overhead is paid.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from collections import defaultdict
+from collections.abc import Iterable
+from copy import deepcopy
+from itertools import chain
+from typing import Any
+
+import numpy as np
+
+from .._backend import dtypes as _dt
+from .._tensor import Tensor, _make
+from ..autograd import enable_grad
+from ..utils.hooks import HookDict, add_hook
+
+__all__ = [
+    "Optimizer",
+    "register_optimizer_step_post_hook",
+    "register_optimizer_step_pre_hook",
+    "required",
+]
+
+
+class _RequiredParameter:
+    """Singleton marking a default that every param group must give (``torch.optim.required``)."""
+
+    def __repr__(self) -> str:
+        return "<required parameter>"
+
+
+required = _RequiredParameter()
+
+_global_step_pre_hooks: HookDict = HookDict()
+_global_step_post_hooks: HookDict = HookDict()
+
+
+def register_optimizer_step_pre_hook(hook):
+    """A hook ``hook(optimizer, args, kwargs)`` run before every optimizer's ``step``."""
+    return add_hook(_global_step_pre_hooks, hook)
+
+
+def register_optimizer_step_post_hook(hook):
+    """A hook ``hook(optimizer, args, kwargs)`` run after every optimizer's ``step``."""
+    return add_hook(_global_step_post_hooks, hook)
+
+
+def _typename(obj) -> str:
+    """``torch.typename``: ``torch.FloatTensor`` for a tensor, the qualified type name else."""
+    if isinstance(obj, Tensor):
+        return obj.type()
+    cls = type(obj)
+    module = cls.__module__
+    if module in ("builtins", "__builtin__", None):
+        return cls.__qualname__
+    return f"{module}.{cls.__qualname__}"
+
+
+def _to_scalar(x):
+    """A 1-element tensor option (``lr``, ``betas``) as a Python number; anything else as is."""
+    if isinstance(x, Tensor):
+        return x._data.item()
+    return x
+
+
+def _scalar_np_dtype():
+    """The dtype of ``state['step']`` and other scalar state (torch's ``_get_scalar_dtype``)."""
+    return np.float64 if _dt.get_default_dtype() is _dt.float64 else np.float32
+
+
+def _scalar_state(value: float = 0.0) -> Tensor:
+    """A 0-d tensor of the scalar-state dtype, like ``torch.tensor(0.0, dtype=...)``."""
+    return _make(np.array(value, dtype=_scalar_np_dtype()))
+
+
+def _zeros_like(p: Tensor) -> Tensor:
+    return _make(np.zeros_like(p._data))
+
+
+def _lerp_(a: np.ndarray, b: np.ndarray, w: float) -> None:
+    """``a.lerp_(b, w)`` in place, with torch's two formulas (exact at both ends)."""
+    if w < 0.5:
+        a += w * (b - a)
+    else:
+        np.subtract(b, (b - a) * (1 - w), out=a)
+
+
+def _bump(p: Tensor) -> None:
+    """Record an in-place change of ``p`` on its version counter (shared with its views)."""
+    p._vc[0] += 1
+
+
+def _wrap_step(step):
+    """Run the step pre/post hooks (global, then per optimizer) around ``step``."""
+
+    @functools.wraps(step)
+    def wrapper(self, *args, **kwargs):
+        pre = self._optimizer_step_pre_hooks
+        post = self._optimizer_step_post_hooks
+        if not (_global_step_pre_hooks or pre or _global_step_post_hooks or post):
+            return step(self, *args, **kwargs)
+        args = (self, *args)  # torch's hooks see the optimizer as args[0]
+        for hook in chain(_global_step_pre_hooks.values(), pre.values()):
+            result = hook(self, args, kwargs)
+            if result is not None:
+                if isinstance(result, tuple) and len(result) == 2:
+                    args, kwargs = result
+                else:
+                    raise RuntimeError(f"{hook} must return None or a tuple of (new_args, "
+                                       f"new_kwargs), but got {result}.")
+        out = step(*args, **kwargs)
+        for hook in chain(post.values(), _global_step_post_hooks.values()):
+            hook(self, args, kwargs)
+        return out
+
+    wrapper._hooked = True
+    return wrapper
+
+
+class Optimizer:
+    """``torch.optim.Optimizer(params, defaults)``.
+
+    ``params``: an iterable of tensors, of ``(name, tensor)`` pairs, or of dicts (param groups,
+    each with its own options; missing options are filled in from ``defaults``).
+    """
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        step = cls.__dict__.get("step")
+        if step is not None and not getattr(step, "_hooked", False):
+            cls.step = _wrap_step(step)
+
+    def __init__(self, params, defaults: dict[str, Any]) -> None:
+        self.defaults = defaults
+        self._optimizer_step_pre_hooks = HookDict()
+        self._optimizer_step_post_hooks = HookDict()
+        self._optimizer_state_dict_pre_hooks = HookDict()
+        self._optimizer_state_dict_post_hooks = HookDict()
+        self._optimizer_load_state_dict_pre_hooks = HookDict()
+        self._optimizer_load_state_dict_post_hooks = HookDict()
+
+        if isinstance(params, Tensor):
+            raise TypeError("params argument given to the optimizer should be an iterable of "
+                            "Tensors or dicts, but got " + _typename(params))
+
+        self.state: defaultdict = defaultdict(dict)
+        self.param_groups: list[dict[str, Any]] = []
+
+        param_groups = list(params)
+        if len(param_groups) == 0:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(param_groups[0], dict):
+            param_groups = [{"params": param_groups}]
+        for param_group in param_groups:
+            self.add_param_group(param_group)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"defaults": self.defaults, "state": self.state,
+                "param_groups": self.param_groups}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        for name in ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks",
+                     "_optimizer_state_dict_pre_hooks", "_optimizer_state_dict_post_hooks",
+                     "_optimizer_load_state_dict_pre_hooks",
+                     "_optimizer_load_state_dict_post_hooks"):
+            if name not in self.__dict__:
+                setattr(self, name, HookDict())
+        self.defaults.setdefault("differentiable", False)
+
+    def __repr__(self) -> str:
+        format_string = self.__class__.__name__ + " ("
+        for i, group in enumerate(self.param_groups):
+            format_string += "\n"
+            format_string += f"Parameter Group {i}\n"
+            for key in sorted(group.keys()):
+                if key != "params":
+                    format_string += f"    {key}: {group[key]}\n"
+        format_string += ")"
+        return format_string
+
+    # ---- hooks ----------------------------------------------------------------------------
+
+    def register_step_pre_hook(self, hook):
+        """``hook(optimizer, args, kwargs) -> None or (new_args, new_kwargs)`` before ``step``."""
+        return add_hook(self._optimizer_step_pre_hooks, hook)
+
+    def register_step_post_hook(self, hook):
+        """``hook(optimizer, args, kwargs) -> None`` after ``step``."""
+        return add_hook(self._optimizer_step_post_hooks, hook)
+
+    def register_state_dict_pre_hook(self, hook, prepend: bool = False):
+        return _add_ordered_hook(self._optimizer_state_dict_pre_hooks, hook, prepend)
+
+    def register_state_dict_post_hook(self, hook, prepend: bool = False):
+        return _add_ordered_hook(self._optimizer_state_dict_post_hooks, hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook, prepend: bool = False):
+        return _add_ordered_hook(self._optimizer_load_state_dict_pre_hooks, hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook, prepend: bool = False):
+        return _add_ordered_hook(self._optimizer_load_state_dict_post_hooks, hook, prepend)
+
+    # ---- state_dict -----------------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        """``{'state': {index: {...}}, 'param_groups': [{..., 'params': [indices]}]}``.
+
+        The state's tensors are the optimizer's own (not copies), as in torch.
+        """
+        for pre_hook in self._optimizer_state_dict_pre_hooks.values():
+            pre_hook(self)
+
+        param_mappings: dict[int, int] = {}
+        start_index = 0
+
+        def pack_group(group: dict[str, Any]) -> dict[str, Any]:
+            nonlocal start_index
+            packed = {k: v for k, v in group.items() if k != "params"}
+            param_mappings.update({id(p): i for i, p in enumerate(group["params"], start_index)
+                                   if id(p) not in param_mappings})
+            packed["params"] = [param_mappings[id(p)] for p in group["params"]]
+            start_index += len(packed["params"])
+            return packed
+
+        param_groups = [pack_group(g) for g in self.param_groups]
+        packed_state = {(param_mappings[id(k)] if isinstance(k, Tensor) else k): v
+                        for k, v in self.state.items()}
+        state_dict = {"state": packed_state, "param_groups": param_groups}
+
+        for post_hook in self._optimizer_state_dict_post_hooks.values():
+            result = post_hook(self, state_dict)
+            if result is not None:
+                state_dict = result
+        return state_dict
+
+    @staticmethod
+    def _process_value_according_to_param_policy(param: Tensor, value: Tensor, param_id,
+                                                 param_groups, key=None) -> Tensor:
+        if key == "step":
+            return value
+        if param.is_floating_point():
+            return value.to(dtype=param.dtype)
+        return value
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Load a ``state_dict()``: the saved param indices map, in order, onto this
+        optimizer's parameters; floating state tensors are cast to their parameter's dtype."""
+        state_dict = state_dict.copy()
+        for pre_hook in self._optimizer_load_state_dict_pre_hooks.values():
+            result = pre_hook(self, state_dict)
+            if result is not None:
+                state_dict = result
+
+        groups = self.param_groups
+        saved_groups = deepcopy(state_dict["param_groups"])
+        if len(groups) != len(saved_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        if any(len(g["params"]) != len(s["params"]) for g, s in zip(groups, saved_groups)):
+            raise ValueError("loaded state dict contains a parameter group that doesn't match "
+                             "the size of optimizer's group")
+
+        id_map = dict(zip(chain.from_iterable(g["params"] for g in saved_groups),
+                          chain.from_iterable(g["params"] for g in groups)))
+
+        def _cast(param, value, param_id=None, param_groups=None, key=None):
+            if isinstance(value, Tensor):
+                return Optimizer._process_value_according_to_param_policy(
+                    param, value, param_id, param_groups, key)
+            if isinstance(value, dict):
+                return {k: _cast(param, v, param_id=param_id, param_groups=param_groups, key=k)
+                        for k, v in value.items()}
+            if isinstance(value, Iterable) and not isinstance(value, str):
+                return type(value)(_cast(param, v, param_id=param_id, param_groups=param_groups)
+                                   for v in value)
+            return value
+
+        state: defaultdict = defaultdict(dict)
+        for k, v in state_dict["state"].items():
+            if k in id_map:
+                param = id_map[k]
+                state[param] = _cast(param, v, param_id=k,
+                                     param_groups=state_dict["param_groups"])
+            else:
+                state[k] = v
+
+        def update_group(group: dict[str, Any], new_group: dict[str, Any]) -> dict[str, Any]:
+            new_group["params"] = group["params"]
+            if "param_names" in group and "param_names" not in new_group:
+                new_group["param_names"] = group["param_names"]
+            return new_group
+
+        param_groups = [update_group(g, ng) for g, ng in zip(groups, saved_groups)]
+        self.__setstate__({"state": state, "param_groups": param_groups})
+
+        for post_hook in self._optimizer_load_state_dict_post_hooks.values():
+            post_hook(self)
+
+    # ---- gradients and groups -------------------------------------------------------------
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Set every parameter's ``.grad`` to None (default) or fill it with zeros."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                g = p._grad
+                if g is None:
+                    continue
+                if set_to_none:
+                    p._grad = None
+                else:
+                    if g._grad_fn is not None:
+                        g.detach_()
+                    else:
+                        g.requires_grad_(False)
+                    g.zero_()
+
+    def step(self, closure=None):
+        """Perform a single optimization step (subclasses implement it)."""
+        raise NotImplementedError
+
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
+        """Add a group of parameters with its own options (missing ones from ``defaults``)."""
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group)}")
+
+        params = param_group["params"]
+        if isinstance(params, Tensor):
+            param_group["params"] = [params]
+        elif isinstance(params, set):
+            raise TypeError("optimizer parameters need to be organized in ordered collections, "
+                            "but the ordering of tensors in sets will change between runs. "
+                            "Please use a list instead.")
+        else:
+            param_group["params"] = list(params)
+
+        tensors, names = [], []
+        for param in param_group["params"]:
+            if isinstance(param, tuple):
+                names.append(param[0])
+                tensors.append(param[1])
+            else:
+                tensors.append(param)
+        param_group["params"] = tensors
+        if names:
+            if len(names) == len(tensors):
+                param_group["param_names"] = names
+            else:
+                raise ValueError("all optimizer params should be with/without names. Some param "
+                                 "names are missing")
+
+        for param in param_group["params"]:
+            if not isinstance(param, Tensor):
+                raise TypeError("optimizer can only optimize Tensors, but one of the params is "
+                                + _typename(param))
+            if not self.defaults.get("differentiable", None) and not (
+                    param.is_leaf or param.retains_grad):
+                raise ValueError("can't optimize a non-leaf Tensor")
+
+        for name, default in self.defaults.items():
+            if default is required and name not in param_group:
+                raise ValueError(f"parameter group didn't specify a value of required "
+                                 f"optimization parameter {name}")
+            param_group.setdefault(name, default)
+
+        params = param_group["params"]
+        if len(params) != len({id(p) for p in params}):
+            warnings.warn("optimizer contains a parameter group with duplicate parameters; "
+                          "in future, this will cause an error; see "
+                          "github.com/pytorch/pytorch/issues/40967 for more information",
+                          stacklevel=3)
+
+        param_set: set[int] = set()
+        for group in self.param_groups:
+            param_set.update(id(p) for p in group["params"])
+            if ("param_names" in param_group) != ("param_names" in group):
+                current = "with names" if "param_names" in param_group else "without names"
+                raise ValueError("all optimizer param groups should be with/without names. "
+                                 f"cannot add param group {current} to the optimizer")
+        if not param_set.isdisjoint(id(p) for p in param_group["params"]):
+            raise ValueError("some parameters appear in more than one parameter group")
+
+        self.param_groups.append(param_group)
+
+    # ---- helpers for subclasses -----------------------------------------------------------
+
+    @staticmethod
+    def _eval_closure(closure):
+        """Call ``closure`` with grad enabled (``step`` itself records nothing)."""
+        if closure is None:
+            return None
+        with enable_grad():
+            return closure()
+
+
+def _add_ordered_hook(registry: HookDict, hook, prepend: bool):
+    handle = add_hook(registry, hook)
+    if prepend:
+        items = list(registry.items())
+        registry.clear()
+        registry[handle.id] = hook
+        registry.update((k, v) for k, v in items if k != handle.id)
+    return handle
+
+
+def _check_lr(lr) -> None:
+    """The ``lr`` checks every torch optimizer makes first."""
+    if isinstance(lr, Tensor) and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
+    if not 0.0 <= lr:
+        raise ValueError(f"Invalid learning rate: {lr}")
+
+
+def _check_unsupported(name: str, differentiable: bool = False, capturable: bool = False,
+                       fused: bool | None = None) -> None:
+    """ember's updates are NumPy in place: no graph through the step, no CUDA graphs."""
+    if differentiable:
+        raise NotImplementedError(f"{name}: differentiable=True is not supported by ember")
+    if capturable:
+        raise NotImplementedError(f"{name}: capturable=True is not supported by ember "
+                                  "(it needs CUDA graphs)")
+    del fused  # a fused kernel computes the same update: ember's step is already one pass
+

@@ -1,0 +1,75 @@
+"""``SGD``: stochastic gradient descent with momentum, dampening and Nesterov momentum."""
+
+from __future__ import annotations
+
+from .._tensor import _make
+from .optimizer import Optimizer, _bump, _check_unsupported, _to_scalar
+
+__all__ = ["SGD"]
+
+
+class SGD(Optimizer):
+    """``torch.optim.SGD``, the same update as torch's ``_single_tensor_sgd``."""
+
+    def __init__(self, params, lr=1e-3, momentum: float = 0, dampening: float = 0,
+                 weight_decay=0, nesterov: bool = False, *, maximize: bool = False,
+                 foreach: bool | None = None, differentiable: bool = False,
+                 fused: bool | None = None) -> None:
+        if hasattr(lr, "numel") and lr.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
+        if lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if momentum < 0.0:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _check_unsupported("SGD", differentiable, fused=fused)
+        defaults = {"lr": lr, "momentum": momentum, "dampening": dampening,
+                    "weight_decay": weight_decay, "nesterov": nesterov, "maximize": maximize,
+                    "foreach": foreach, "differentiable": differentiable, "fused": fused}
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state) -> None:
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("nesterov", False)
+            group.setdefault("maximize", False)
+            group.setdefault("foreach", None)
+            group.setdefault("differentiable", False)
+            group.setdefault("fused", False)
+
+    def step(self, closure=None):
+        """Perform a single optimization step; returns ``closure()``'s loss if given."""
+        loss = self._eval_closure(closure)
+        for group in self.param_groups:
+            lr = _to_scalar(group["lr"])
+            momentum = group["momentum"]
+            dampening = group["dampening"]
+            weight_decay = _to_scalar(group["weight_decay"])
+            nesterov = group["nesterov"]
+            maximize = group["maximize"]
+            for p in group["params"]:
+                if p._grad is None:
+                    continue
+                d = p._data
+                g = p._grad._data
+                if maximize:
+                    g = -g
+                if weight_decay != 0:
+                    g = g + weight_decay * d
+                if momentum != 0:
+                    state = self.state[p]
+                    buf = state.get("momentum_buffer")
+                    if buf is None:
+                        buf = state["momentum_buffer"] = _make(g.copy())
+                    else:
+                        b = buf._data
+                        b *= momentum
+                        b += (1 - dampening) * g
+                        _bump(buf)
+                    g = g + momentum * buf._data if nesterov else buf._data
+                d -= lr * g
+                _bump(p)
+        return loss
