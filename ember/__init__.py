@@ -114,6 +114,13 @@ def can_cast(from_, to) -> bool:
     return not (from_ is not bool and to is bool)
 
 
+def show_config() -> str:
+    """Print and return ember's version, Python, NumPy and its BLAS/LAPACK, the devices and the
+    optional packages installed (``torch.__config__.show()``'s role). Paste it into bug reports."""
+    from ._config import show_config as _show_config
+    return _show_config()
+
+
 def set_printoptions(*args, **kwargs) -> None:
     from ._tensor_str import set_printoptions as _set
     _set(*args, **kwargs)
@@ -122,7 +129,7 @@ def set_printoptions(*args, **kwargs) -> None:
 def __getattr__(name: str):
     # rarely used submodules load on first use, keeping ``import ember`` fast
     import importlib
-    if name in ("nn", "optim", "utils", "testing", "linalg"):
+    if name in ("nn", "optim", "utils", "testing", "linalg", "viz"):
         return importlib.import_module("." + name, __name__)
     if name in ("save", "load", "save_safetensors", "load_safetensors", "serialization"):
         module = importlib.import_module(".serialization", __name__)

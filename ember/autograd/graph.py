@@ -175,3 +175,71 @@ class AccumulateGrad(Node):
 
     def _release(self) -> None:
         pass
+
+
+def print_graph(output, file=None, params: dict | None = None) -> None:
+    """Print the backward graph of ``output`` (a tensor, a ``grad_fn``, or a tuple/list of
+    them) as an indented tree, inputs in ``next_functions`` order. A leaf shows its name
+    from ``params`` (``dict(model.named_parameters())``) and its shape; a node reached again
+    is marked ``[#k]`` where first drawn and referenced as ``[#k] (shown above)`` afterwards.
+    Iterative, so any depth works: every 32 levels the indentation wraps to the left margin."""
+    from .._tensor import Tensor
+
+    names = {id(v): k for k, v in (params or {}).items()}
+    roots = []
+    for out in output if isinstance(output, (tuple, list)) else (output,):
+        if isinstance(out, Tensor):
+            if out.grad_fn is None:
+                state = "a leaf that requires grad" if out.requires_grad else \
+                    "does not require grad"
+                roots.append(f"<tensor of shape {tuple(out.shape)}: no grad_fn, {state}>")
+                continue
+            out = out.grad_fn
+        roots.append(out)
+
+    # nodes reached along more than one edge get a reference number
+    seen_once, shared, stack = set(), {}, [r for r in roots if isinstance(r, Node)]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen_once:
+            shared.setdefault(id(node), 0)
+            continue
+        seen_once.add(id(node))
+        stack.extend(n for n, _ in node.next_functions or () if n is not None)
+
+    def label(node) -> str:
+        name = type(node).__name__
+        if isinstance(node, AccumulateGrad):
+            var = node.variable
+            shape = tuple(var.shape)
+            name += f" ({names[id(var)]}: {shape})" if id(var) in names else f" ({shape})"
+        return name
+
+    write = (file if file is not None else sys.stdout).write
+    refs: dict[int, int] = {}
+    wrap = 32
+    # (node, prefix of this line, prefix for its children, depth)
+    stack = [(r, "", "", 0) for r in reversed(roots)]
+    while stack:
+        node, prefix, child_prefix, depth = stack.pop()
+        if isinstance(node, str):
+            write(node + "\n")
+            continue
+        text = label(node)
+        key = id(node)
+        if key in shared:
+            if key in refs:
+                write(f"{prefix}{text} [#{refs[key]}] (shown above)\n")
+                continue
+            refs[key] = len(refs) + 1
+            text += f" [#{refs[key]}]"
+        write(prefix + text + "\n")
+        children = [n for n, _ in node.next_functions or () if n is not None]
+        if children and (depth + 1) % wrap == 0:
+            write(f"{child_prefix}└─ ... (depth {depth + 1} continues at the left margin)\n")
+            stack.extend((n, "", "", depth + 1) for n in reversed(children))
+            continue
+        for i in range(len(children) - 1, -1, -1):
+            last = i == len(children) - 1
+            stack.append((children[i], child_prefix + ("└─ " if last else "├─ "),
+                          child_prefix + ("   " if last else "│  "), depth + 1))

@@ -541,6 +541,9 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
         raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
     if antialias:
         raise NotImplementedError("interpolate: antialias=True is not supported by ember")
+    if mode in ("bicubic", "lanczos"):
+        raise NotImplementedError(f"interpolate: mode='{mode}' is not supported by ember yet; "
+                                  "use 'bilinear' or 'nearest'")
     if mode not in _INTERP_NAMES and mode != "area" or dim not in (1, 2, 3):
         raise NotImplementedError(
             f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.dim()}D) for "

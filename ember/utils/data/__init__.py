@@ -14,6 +14,7 @@ from .dataset import (
     TensorDataset,
     random_split,
 )
+from .datasets import MNIST, FashionMNIST  # light: NumPy and gzip only
 from .sampler import (
     BatchSampler,
     RandomSampler,
@@ -24,11 +25,13 @@ from .sampler import (
 )
 
 __all__ = [
+    "MNIST",
     "BatchSampler",
     "ChainDataset",
     "ConcatDataset",
     "DataLoader",
     "Dataset",
+    "FashionMNIST",
     "IterableDataset",
     "RandomSampler",
     "Sampler",
