@@ -1,33 +1,20 @@
 """LSTM training step: ``nn.LSTM(64, 128)`` over 50 time steps of a batch of 32, a linear head
 on every step's output, a mean-squared loss, and backward.
 
-ember and torch run the same code in fresh processes, alternating, with threads pinned to 1;
+ember and torch run the same code in fresh processes, alternating, with threads pinned;
 medians of the per-step times are reported with the ember/torch ratio, for forward + backward
 and for the forward alone (no_grad).
 
-Run:  python benchmarks/lstm.py [--steps 10] [--repeats 5] [--threads 1] [--json out.json]
+Run:  python benchmarks/lstm.py [--steps 10] [--repeats 5] [--threads 1] [--quick]
+                                [--json out.json]
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import statistics
-import subprocess
-import sys
+from _harness import alternate, medians, row, run_child, standalone
 
 CHILD = r"""
-import sys, time, json
-import numpy as np
-lib, threads, root, steps = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
-if lib == "torch":
-    import torch
-    torch.set_num_threads(threads)
-else:
-    sys.path.insert(0, root)
-    import ember as torch
-import importlib
+steps = int(args[0])
 nn = importlib.import_module(torch.__name__ + ".nn")
 F = importlib.import_module(torch.__name__ + ".nn.functional")
 
@@ -62,49 +49,28 @@ def timed(fn):
 
 for _ in range(2):
     step()
-train = sorted(timed(step) for _ in range(steps))[steps // 2]
-fwd = sorted(timed(forward) for _ in range(steps))[steps // 2]
+train = statistics.median(timed(step) for _ in range(steps))
+fwd = statistics.median(timed(forward) for _ in range(steps))
 print(json.dumps({"train_ms": train * 1e3, "forward_ms": fwd * 1e3}))
 """
 
 
-def measure(lib: str, threads: int, steps: int) -> dict:
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads),
-               OPENBLAS_NUM_THREADS=str(threads))
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    out = subprocess.run([sys.executable, "-c", CHILD, lib, str(threads), root, str(steps)],
-                         env=env, capture_output=True, text=True, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+def collect(repeats: int = 5, threads: int = 1, quick: bool = False, steps: int = 10) -> dict:
+    if quick:
+        steps = min(steps, 3)
+    runs = alternate(lambda lib: run_child(CHILD, lib, threads, steps), repeats)
+    med = medians(runs)
+    return {
+        "title": f"LSTM(64, 128), 50 steps x batch 32, linear head + MSE, {threads} thread(s), "
+                 f"median of {repeats} processes x {steps} steps",
+        "rows": [row("lstm_train", "LSTM forward+backward", "ms", med, "train_ms"),
+                 row("lstm_forward", "LSTM forward, no_grad", "ms", med, "forward_ms")],
+        "runs": runs,
+    }
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=10, help="timed steps per process")
-    parser.add_argument("--repeats", type=int, default=5, help="fresh processes per library")
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--json", help="also save the results to this file")
-    args = parser.parse_args()
-    import importlib.util
-    libs = ["ember", "torch"] if importlib.util.find_spec("torch") else ["ember"]
-    runs: dict[str, list[dict]] = {lib: [] for lib in libs}
-    for _ in range(args.repeats):
-        for lib in libs:  # alternate, so drift in machine load hits both alike
-            runs[lib].append(measure(lib, args.threads, args.steps))
-    med = {lib: {k: statistics.median(r[k] for r in rs) for k in rs[0]}
-           for lib, rs in runs.items()}
-    print(f"LSTM(64, 128), 50 steps x batch 32, linear head + MSE, {args.threads} thread(s), "
-          f"median of {args.repeats} processes (ms per step)")
-    print(f"{'workload':<22}{'ember':>10}{'torch':>10}{'ember/torch':>14}")
-    for key, label in (("train_ms", "forward+backward"), ("forward_ms", "forward, no_grad")):
-        e = med["ember"][key]
-        if "torch" in med:
-            t = med["torch"][key]
-            print(f"{label:<22}{e:>10.2f}{t:>10.2f}{e / t:>14.2f}")
-        else:
-            print(f"{label:<22}{e:>10.2f}{'-':>10}{'-':>14}")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"median": med, "runs": runs, "threads": args.threads}, f, indent=2)
+    standalone(__doc__, collect, steps=(int, 10, "timed steps per process"))
 
 
 if __name__ == "__main__":

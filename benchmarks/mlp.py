@@ -5,33 +5,20 @@ trained with nn.CrossEntropyLoss and optim.Adam(lr=1e-3) on batches of 128 float
 (data from ``numpy.random.default_rng(0)``, the same in both libraries: a pool of 8 batches
 cycled through), 100 steps of zero_grad / forward / backward / step. Weights are copied from
 one set of NumPy arrays, so both libraries start identically. ember and torch run the same code
-in fresh processes, alternating, with threads pinned to 1; medians of the per-step times are
+in fresh processes, alternating, with threads pinned; medians of the per-step times are
 reported with the ember/torch ratio, for the training step and the forward pass alone
 (no_grad), with each library's final loss as a sanity check.
 
-Run:  python benchmarks/mlp.py [--steps 100] [--repeats 5] [--threads 1] [--json out.json]
+Run:  python benchmarks/mlp.py [--steps 100] [--repeats 5] [--threads 1] [--quick]
+                               [--json out.json]
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import statistics
-import subprocess
-import sys
+from _harness import alternate, medians, row, run_child, standalone
 
 CHILD = r"""
-import sys, time, json, statistics
-import numpy as np
-lib, threads, root, steps = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
-if lib == "torch":
-    import torch
-    torch.set_num_threads(threads)
-else:
-    sys.path.insert(0, root)
-    import ember as torch
-import importlib
+steps = int(args[0])
 nn = importlib.import_module(torch.__name__ + ".nn")
 optim = importlib.import_module(torch.__name__ + ".optim")
 
@@ -80,49 +67,24 @@ print(json.dumps({"train_step_ms": step * 1e3, "forward_ms": fwd * 1e3, "loss": 
 """
 
 
-def measure(lib: str, threads: int, steps: int) -> dict:
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads),
-               OPENBLAS_NUM_THREADS=str(threads))
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    out = subprocess.run([sys.executable, "-c", CHILD, lib, str(threads), root, str(steps)],
-                         env=env, capture_output=True, text=True, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+def collect(repeats: int = 5, threads: int = 1, quick: bool = False, steps: int = 100) -> dict:
+    if quick:
+        steps = min(steps, 20)
+    runs = alternate(lambda lib: run_child(CHILD, lib, threads, steps), repeats)
+    med = medians(runs)
+    return {
+        "title": f"MLP 784-512-256-10 (ReLU, cross-entropy, Adam lr=1e-3), batch 128, "
+                 f"{threads} thread(s), median of {repeats} processes x {steps} steps",
+        "rows": [row("mlp_train", "MLP train step, Adam", "ms", med, "train_step_ms"),
+                 row("mlp_forward", "MLP forward, no_grad", "ms", med, "forward_ms")],
+        "notes": ["MLP final loss: " + ", ".join(f"{lib} {m['loss']:.4f}"
+                                                 for lib, m in med.items())],
+        "runs": runs,
+    }
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=100, help="timed steps per process")
-    parser.add_argument("--repeats", type=int, default=5, help="fresh processes per library")
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--json", help="also save the results to this file")
-    args = parser.parse_args()
-    try:
-        import importlib.util
-        libs = ["ember", "torch"] if importlib.util.find_spec("torch") else ["ember"]
-    except ImportError:
-        libs = ["ember"]
-    runs: dict[str, list[dict]] = {lib: [] for lib in libs}
-    for _ in range(args.repeats):
-        for lib in libs:  # alternate, so drift in machine load hits both alike
-            runs[lib].append(measure(lib, args.threads, args.steps))
-    med = {lib: {k: statistics.median(r[k] for r in rs) for k in ("train_step_ms", "forward_ms",
-                                                                    "loss")}
-           for lib, rs in runs.items()}
-    print(f"MLP 784-512-256-10 (ReLU, cross-entropy, Adam lr=1e-3), batch 128, "
-          f"{args.threads} thread(s), median of {args.repeats} processes x {args.steps} steps "
-          "(ms per step)")
-    print(f"{'workload':<22}{'ember':>10}{'torch':>10}{'ember/torch':>14}")
-    for key, label in (("train_step_ms", "train step"), ("forward_ms", "forward (no_grad)")):
-        e = med["ember"][key]
-        if "torch" in med:
-            t = med["torch"][key]
-            print(f"{label:<22}{e:>10.2f}{t:>10.2f}{e / t:>14.2f}")
-        else:
-            print(f"{label:<22}{e:>10.2f}{'-':>10}{'-':>14}")
-    print("final loss: " + ", ".join(f"{lib} {m['loss']:.4f}" for lib, m in med.items()))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"median": med, "runs": runs, "threads": args.threads}, f, indent=2)
+    standalone(__doc__, collect, steps=(int, 100, "timed steps per process"))
 
 
 if __name__ == "__main__":

@@ -58,6 +58,12 @@ class Node:
         "next_functions",
     )
 
+    # a node with several outputs declares ``_num_outputs`` in its ``__slots__`` and sets it
+    _num_outputs = 1
+    # ``raw_backward(grad)``: the same rule on NumPy arrays, which the engine uses when it
+    # records no graph (``create_graph=False``); None for a node that has only ``backward``
+    raw_backward = None
+
     def name(self) -> str:
         return type(self).__name__
 
@@ -123,6 +129,16 @@ class Node:
             raise _modified_error(None, version, data=data, node=self, current=counter[0])
         from .._tensor import _make_view_of_output
         return _make_view_of_output(data, self, counter)
+
+    def saved_output_array(self):
+        """The saved output's array (for ``raw_backward`` rules), checked as on unpack."""
+        saved = self._saved_out
+        if saved is None:
+            raise RuntimeError(FREED_MESSAGE)
+        data, counter, version = saved
+        if counter[0] != version:
+            raise _modified_error(None, version, data=data, node=self, current=counter[0])
+        return data
 
 
 def _modified_error(t, expected: int, data=None, node=None, current=None,

@@ -38,6 +38,9 @@ class Op(Node):
     __slots__ = ()
     save_inputs: tuple[int, ...] = ()
     save_output: bool = False
+    # for a binary op whose two saved inputs each serve only the other's gradient (mul, mm):
+    # an input is saved only if the other needs a gradient, as torch does (None in its place)
+    save_crosswise: bool = False
 
     def forward(self, *args):
         raise NotImplementedError(f"{type(self).__name__} has no forward")
@@ -53,6 +56,14 @@ class Op(Node):
     def needs_grad(self, i: int) -> bool:
         """Whether input ``i`` needs a gradient (skip computing those that don't)."""
         return self.next_functions[i][0] is not None
+
+    def tensor_backward(self, grad) -> tuple:
+        """``backward`` on a raw gradient, raw gradients out: what a ``raw_backward`` rule
+        returns for the cases it does not compute itself (see ``raw_operand``)."""
+        out = self.backward(_make(grad if type(grad) is _ndarray else _asarray(grad)))
+        if type(out) is not tuple:
+            return out._data if isinstance(out, Tensor) else out
+        return tuple([g._data if isinstance(g, Tensor) else g for g in out])
 
     @classmethod
     def apply(cls, *inputs, params: tuple = ()) -> Tensor:
@@ -76,8 +87,70 @@ def apply1(cls, x: Tensor, *params) -> Tensor:
     if type(out) is not _ndarray:
         out = _asarray(out)
     if x._requires_grad and _grad_state.grad_enabled:
-        return _record(node, (x,), out)
+        return _record1(node, x, out)
     return _make(out)
+
+
+def _output(node: Op, out: np.ndarray) -> Tensor:
+    """The recorded output: ``_make(out, node)`` inlined (recording implies no inference
+    mode), and the node's saved output if it keeps one. ``_record1``/``_record2`` inline
+    this in turn."""
+    t = _new(Tensor)
+    t._data = out
+    t._grad_fn = node
+    t._requires_grad = True
+    t._output_nr = 0
+    t._vc = vc = [0]
+    t._grad = t._base = t._view = t._acc = t._extra = None
+    node._saved_out = (out, vc, 0) if node.save_output else None
+    return t
+
+
+def _saved_versions(saved: tuple) -> tuple:
+    versions = []
+    for t in saved:
+        if isinstance(t, Tensor):
+            if t._extra is not None and t._extra.inference:
+                raise RuntimeError(INFERENCE_SAVE_ERROR)
+            versions.append(t._vc[0])
+        else:
+            versions.append(None)
+    return tuple(versions)
+
+
+def _record1(node: Op, x: Tensor, out: np.ndarray) -> Tensor:
+    """``_record`` for one Tensor input (unary ops): straight-line, no loops."""
+    if x._base is not None:
+        _refresh_view(x)
+    fn = x._grad_fn
+    if fn is not None:
+        node.next_functions = ((fn, x._output_nr),)
+    else:
+        node.next_functions = ((x._accumulator(), 0),)
+    d = x._data
+    node._in_meta = ((d.shape, d.dtype),)
+    node._sequence_nr = next_sequence_nr()
+    node._hooks = None
+    node._trace = capture_trace() if AnomalyMode.enabled else None
+    save = node.save_inputs
+    if save:
+        if len(save) != 1:
+            return _record(node, (x,), out)
+        if x._extra is not None and x._extra.inference:
+            raise RuntimeError(INFERENCE_SAVE_ERROR)
+        node._saved = (x,)
+        node._saved_versions = (x._vc[0],)
+    else:
+        node._saved = node._saved_versions = ()
+    t = _new(Tensor)  # _output, inlined
+    t._data = out
+    t._grad_fn = node
+    t._requires_grad = True
+    t._output_nr = 0
+    t._vc = vc = [0]
+    t._grad = t._base = t._view = t._acc = t._extra = None
+    node._saved_out = (out, vc, 0) if node.save_output else None
+    return t
 
 
 def _record(node: Op, inputs, out: np.ndarray) -> Tensor:
@@ -107,23 +180,26 @@ def _record(node: Op, inputs, out: np.ndarray) -> Tensor:
     node._trace = capture_trace() if AnomalyMode.enabled else None
     save = node.save_inputs
     if save:
-        saved = tuple(inputs[i] for i in save)
-        versions = []
-        for t in saved:
-            if isinstance(t, Tensor):
-                if t._extra is not None and t._extra.inference:
-                    raise RuntimeError(INFERENCE_SAVE_ERROR)
-                versions.append(t._vc[0])
-            else:
-                versions.append(None)
+        saved = tuple(inputs) if len(save) == len(inputs) else tuple([inputs[i] for i in save])
         node._saved = saved
-        node._saved_versions = versions
+        node._saved_versions = _saved_versions(saved)
     else:
-        node._saved = ()
-        node._saved_versions = ()
-    result = _make(out, node)
-    node._saved_out = (out, result._vc, 0) if node.save_output else None
-    return result
+        node._saved = node._saved_versions = ()
+    return _output(node, out)
+
+
+def raw_operand(x, grad: np.ndarray):
+    """For a ``raw_backward`` rule: the operand ``x`` (a saved Tensor or Python number) as
+    ``grad <op> x`` sees it when no promotion happens: x's array if it has grad's dtype, a
+    Python number as is (grads are floating, so NumPy keeps their dtype as torch does). None
+    when promotion would cast: the rule then falls back to ``tensor_backward``."""
+    if isinstance(x, Tensor):
+        d = x._data
+        return d if d.dtype == grad.dtype else None
+    return x if type(x) in _PY_NUMBERS else None
+
+
+_PY_NUMBERS = (float, int, bool)
 
 
 def promote(a, b, int_to_float: bool = False):
@@ -172,7 +248,22 @@ class BinaryOp(Op):
     @classmethod
     def apply(cls, a, b, *params) -> Tensor:
         node = _new(cls)
-        ad, bd = promote(a, b, cls.int_to_float)
+        # the common cases first, without promote: two tensors of one floating dtype, or a
+        # floating tensor and a Python number (NumPy 2 keeps the tensor's dtype, as torch)
+        ta = isinstance(a, Tensor)
+        tb = isinstance(b, Tensor)
+        if ta:
+            ad = a._data
+            if tb:
+                bd = b._data
+                if ad.dtype != bd.dtype or ad.dtype.kind != "f":
+                    ad, bd = promote(a, b, cls.int_to_float)
+            elif type(b) in _PY_NUMBERS and ad.dtype.kind == "f":
+                bd = b
+            else:
+                ad, bd = promote(a, b, cls.int_to_float)
+        else:
+            ad, bd = promote(a, b, cls.int_to_float)
         try:
             out = node.forward(ad, bd, *params)
         except ValueError:
@@ -182,11 +273,69 @@ class BinaryOp(Op):
             raise err from None
         if type(out) is not _ndarray:
             out = _asarray(out)
-        if _grad_state.grad_enabled and (
-                (isinstance(a, Tensor) and a._requires_grad)
-                or (isinstance(b, Tensor) and b._requires_grad)):
-            return _record(node, (a, b), out)
+        if ((ta and a._requires_grad) or (tb and b._requires_grad)) and _grad_state.grad_enabled:
+            return _record2(node, a, b, ta, tb, out)
         return _make(out)
+
+
+def _record2(node: Op, a, b, ta: bool, tb: bool, out: np.ndarray) -> Tensor:
+    """``_record`` for two operands (``ta``/``tb``: which are Tensors): straight-line."""
+    if ta:
+        if a._base is not None:
+            _refresh_view(a)
+        fn = a._grad_fn
+        ea = (fn, a._output_nr) if fn is not None else (
+            (a._accumulator(), 0) if a._requires_grad else _NO_EDGE)
+        d = a._data
+        ma = (d.shape, d.dtype)
+    else:
+        ea = _NO_EDGE
+        ma = None
+    if tb:
+        if b._base is not None:
+            _refresh_view(b)
+        fn = b._grad_fn
+        eb = (fn, b._output_nr) if fn is not None else (
+            (b._accumulator(), 0) if b._requires_grad else _NO_EDGE)
+        d = b._data
+        shape = d.shape
+        # one metadata pair when the operands agree: fewer objects kept per node (the
+        # collector's work on long graphs grows with them)
+        mb = ma if ta and shape == ma[0] and d.dtype is ma[1] else (shape, d.dtype)
+    else:
+        eb = _NO_EDGE
+        mb = None
+    node.next_functions = (ea, eb)
+    node._in_meta = (ma, mb)
+    node._sequence_nr = next_sequence_nr()
+    node._hooks = None
+    node._trace = capture_trace() if AnomalyMode.enabled else None
+    if node.save_inputs:
+        if node.save_crosswise:
+            if eb is _NO_EDGE:
+                a = None
+            if ea is _NO_EDGE:
+                b = None
+            ta = ta and a is not None
+            tb = tb and b is not None
+        if ta and tb and a._extra is None and b._extra is None and len(node.save_inputs) == 2:
+            node._saved = (a, b)
+            node._saved_versions = (a._vc[0], b._vc[0])
+        else:
+            saved = tuple([(a, b)[i] for i in node.save_inputs])
+            node._saved = saved
+            node._saved_versions = _saved_versions(saved)
+    else:
+        node._saved = node._saved_versions = ()
+    t = _new(Tensor)  # _output, inlined
+    t._data = out
+    t._grad_fn = node
+    t._requires_grad = True
+    t._output_nr = 0
+    t._vc = vc = [0]
+    t._grad = t._base = t._view = t._acc = t._extra = None
+    node._saved_out = (out, vc, 0) if node.save_output else None
+    return t
 
 
 def broadcast_error(a_shape: tuple, b_shape: tuple) -> RuntimeError | None:

@@ -22,6 +22,7 @@ class MmBackward0(BinaryOp):
 
     __slots__ = ()
     save_inputs = (0, 1)
+    save_crosswise = True
 
     def forward(self, a, b):
         return a @ b
@@ -31,12 +32,19 @@ class MmBackward0(BinaryOp):
         return (grad.mm(b.t()) if self.needs_grad(0) else None,
                 a.t().mm(grad) if self.needs_grad(1) else None)
 
+    def raw_backward(self, grad):
+        a, b = self.saved()
+        (ea, _), (eb, _) = self.next_functions
+        return (grad @ b._data.T if ea is not None else None,
+                a._data.T @ grad if eb is not None else None)
+
 
 class MvBackward0(BinaryOp):
     """mv(m, v): d/dm = outer(grad, v), d/dv = m^T @ grad."""
 
     __slots__ = ()
     save_inputs = (0, 1)
+    save_crosswise = True
 
     def forward(self, m, v):
         return m @ v
@@ -52,6 +60,7 @@ class DotBackward0(BinaryOp):
 
     __slots__ = ()
     save_inputs = (0, 1)
+    save_crosswise = True
 
     def forward(self, a, b):
         return np.dot(a, b)
@@ -67,6 +76,7 @@ class BmmBackward0(BinaryOp):
 
     __slots__ = ()
     save_inputs = (0, 1)
+    save_crosswise = True
 
     def forward(self, a, b):
         return np.matmul(a, b)

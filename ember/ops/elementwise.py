@@ -10,7 +10,7 @@ import numpy as np
 
 from .._backend import dtypes as _dt
 from .._tensor import Tensor, _make
-from ._op import BinaryOp, Op, apply1, broadcast_error, promote
+from ._op import _PY_NUMBERS, BinaryOp, Op, apply1, broadcast_error, promote, raw_operand
 
 # --------------------------------------------------------------------------- binary arithmetic
 
@@ -27,6 +27,12 @@ class AddBackward0(BinaryOp):
     def backward(self, grad):
         return grad, (grad if self.alpha == 1 else grad * self.alpha)
 
+    def raw_backward(self, grad):
+        alpha = self.alpha
+        if alpha == 1:
+            return grad, grad
+        return (grad, grad * alpha) if type(alpha) in _PY_NUMBERS else self.tensor_backward(grad)
+
 
 class SubBackward0(BinaryOp):
     """sub(input, other, alpha): d/dinput = grad, d/dother = -alpha * grad."""
@@ -40,6 +46,12 @@ class SubBackward0(BinaryOp):
     def backward(self, grad):
         return grad, (-grad if self.alpha == 1 else grad * -self.alpha)
 
+    def raw_backward(self, grad):
+        alpha = self.alpha
+        if alpha == 1:
+            return grad, -grad
+        return (grad, grad * -alpha) if type(alpha) in _PY_NUMBERS else self.tensor_backward(grad)
+
 
 class RsubBackward0(BinaryOp):
     """rsub(input, other: Tensor, alpha) = other - alpha * input: d/dinput = -alpha * grad."""
@@ -52,6 +64,12 @@ class RsubBackward0(BinaryOp):
 
     def backward(self, grad):
         return (-grad if self.alpha == 1 else grad * -self.alpha), grad
+
+    def raw_backward(self, grad):
+        alpha = self.alpha
+        if alpha == 1:
+            return -grad, grad
+        return (grad * -alpha, grad) if type(alpha) in _PY_NUMBERS else self.tensor_backward(grad)
 
 
 class RsubBackward1(Op):
@@ -68,12 +86,19 @@ class RsubBackward1(Op):
     def backward(self, grad):
         return -grad if self.alpha == 1 else grad * -self.alpha
 
+    def raw_backward(self, grad):
+        alpha = self.alpha
+        if alpha == 1:
+            return -grad
+        return grad * -alpha if type(alpha) in _PY_NUMBERS else self.tensor_backward(grad)
+
 
 class MulBackward0(BinaryOp):
     """mul(input, other): d/dinput = grad * other, d/dother = grad * input."""
 
     __slots__ = ()
     save_inputs = (0, 1)
+    save_crosswise = True
 
     def forward(self, a, b):
         return a * b
@@ -82,6 +107,16 @@ class MulBackward0(BinaryOp):
         a, b = self.saved()
         return (grad * b if self.needs_grad(0) else None,
                 grad * a if self.needs_grad(1) else None)
+
+    def raw_backward(self, grad):
+        a, b = self.saved()
+        (ea, _), (eb, _) = self.next_functions
+        ad = raw_operand(a, grad) if eb is not None else 0
+        bd = raw_operand(b, grad) if ea is not None else 0
+        if ad is None or bd is None:
+            return self.tensor_backward(grad)
+        return (grad * bd if ea is not None else None,
+                grad * ad if eb is not None else None)
 
 
 class DivBackward0(BinaryOp):
@@ -100,6 +135,19 @@ class DivBackward0(BinaryOp):
         ga = grad / b if self.needs_grad(0) else None
         gb = -grad * a / (b * b) if self.needs_grad(1) else None
         return ga, gb
+
+    def raw_backward(self, grad):
+        a, b = self.saved()
+        (ea, _), (eb, _) = self.next_functions
+        ad = raw_operand(a, grad) if eb is not None else 0  # (a is saved only for b's grad)
+        bd = raw_operand(b, grad)
+        if ad is None or bd is None:
+            return self.tensor_backward(grad)
+        if eb is None and type(bd) in _PY_NUMBERS and bd and bd - bd == 0:
+            return grad / bd, None  # a finite nonzero number: no warning to silence
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return (grad / bd if ea is not None else None,
+                    -grad * ad / (bd * bd) if eb is not None else None)
 
 
 class DivBackward2(BinaryOp):
@@ -144,6 +192,19 @@ class PowBackward0(Op):
         if e == 0:
             return grad * 0
         return grad * (e * pow_scalar(a, e - 1))
+
+    def raw_backward(self, grad):
+        (a,) = self.saved()
+        e = self.exponent
+        a = a._data
+        if a.dtype != grad.dtype or type(e) not in _PY_NUMBERS:
+            return self.tensor_backward(grad)
+        if e == 0:
+            return grad * 0
+        if type(e) is int and e > 0:  # no 0 ** negative nor (negative) ** fraction to silence
+            return grad * (a ** (e - 1) * e)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return grad * (a ** (e - 1) * e)
 
 
 class PowBackward1(BinaryOp):
@@ -267,6 +328,9 @@ class NegBackward0(Op):
     def backward(self, grad):
         return -grad
 
+    def raw_backward(self, grad):
+        return -grad
+
 
 class ExpBackward0(Op):
     """exp: d/dx = grad * result."""
@@ -279,6 +343,9 @@ class ExpBackward0(Op):
 
     def backward(self, grad):
         return grad * self.saved_output()
+
+    def raw_backward(self, grad):
+        return grad * self.saved_output_array()
 
 
 class LogBackward0(Op):
@@ -295,6 +362,11 @@ class LogBackward0(Op):
         (a,) = self.saved()
         return grad / a
 
+    def raw_backward(self, grad):
+        (a,) = self.saved()
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return grad / a._data
+
 
 class SqrtBackward0(Op):
     """sqrt: d/dx = grad / (2 * result)."""
@@ -308,6 +380,10 @@ class SqrtBackward0(Op):
 
     def backward(self, grad):
         return grad / (2 * self.saved_output())
+
+    def raw_backward(self, grad):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return grad / (self.saved_output_array() * 2)
 
 
 class SinBackward0(Op):
@@ -351,6 +427,10 @@ class TanhBackward0(Op):
         y = self.saved_output()
         return grad * (1 - y * y)
 
+    def raw_backward(self, grad):
+        y = self.saved_output_array()
+        return grad * (1 - y * y)
+
 
 class SigmoidBackward0(Op):
     """sigmoid: d/dx = grad * result * (1 - result)."""
@@ -371,6 +451,10 @@ class SigmoidBackward0(Op):
         y = self.saved_output()
         return grad * (y * (1 - y))
 
+    def raw_backward(self, grad):
+        y = self.saved_output_array()
+        return grad * (y * (1 - y))
+
 
 class ReluBackward0(Op):
     """relu: d/dx = grad where result > 0 (0 at 0, as torch)."""
@@ -383,6 +467,9 @@ class ReluBackward0(Op):
 
     def backward(self, grad):
         return ThresholdBackwardBackward0.apply(grad, self.saved_output(), params=(0,))
+
+    def raw_backward(self, grad):
+        return grad * (self.saved_output_array() > 0)
 
 
 class ThresholdBackwardBackward0(Op):
@@ -402,6 +489,10 @@ class ThresholdBackwardBackward0(Op):
     def backward(self, grad):
         (x,) = self.saved()
         return ThresholdBackwardBackward0.apply(grad, x, params=(self.threshold,)), None
+
+    def raw_backward(self, grad):
+        (x,) = self.saved()
+        return grad * (x._data > self.threshold), None
 
 
 class AbsBackward0(Op):
@@ -589,7 +680,8 @@ def add(input, other, *, alpha=1, out=None) -> Tensor:
             wrap_like(input, other), other, alpha=alpha)
     if alpha.__class__ is not int:
         _alpha_check(input, other, alpha)
-    return _maybe_out(AddBackward0.apply(input, other, alpha), out)
+    result = AddBackward0.apply(input, other, alpha)
+    return result if out is None else _maybe_out(result, out)
 
 
 def _alpha_check(input, other, alpha) -> None:
@@ -646,7 +738,8 @@ def mul(input, other, *, out=None) -> Tensor:
     """``torch.mul``: elementwise product with broadcasting."""
     if not isinstance(input, Tensor):
         input, other = other, input
-    return _maybe_out(MulBackward0.apply(input, other), out)
+    result = MulBackward0.apply(input, other)
+    return result if out is None else _maybe_out(result, out)
 
 
 multiply = mul
@@ -711,10 +804,12 @@ def _float_unary(cls):
     """A unary math function: integer inputs are computed in the default float dtype."""
 
     def fn(input: Tensor, *, out=None) -> Tensor:
-        x = _check_tensor(input, fn.__name__)
-        if x._data.dtype.kind != "f":
-            x = _make(x._data.astype(_dt.get_default_dtype().np))
-        return _maybe_out(apply1(cls, x), out)
+        if not isinstance(input, Tensor):
+            _check_tensor(input, fn.__name__)
+        if input._data.dtype.kind != "f":
+            input = _make(input._data.astype(_dt.get_default_dtype().np))
+        result = apply1(cls, input)
+        return result if out is None else _maybe_out(result, out)
 
     return fn
 

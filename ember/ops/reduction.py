@@ -49,6 +49,24 @@ def _expand_back(grad: Tensor, shape: tuple, dims, keepdim: bool) -> Tensor:
     return grad.expand(shape)
 
 
+def _raw_expand_back(grad: np.ndarray, shape: tuple, dims, keepdim: bool) -> np.ndarray:
+    """``_expand_back`` on an array (for ``raw_backward`` rules)."""
+    if dims is not None and not keepdim and len(shape):
+        kept = list(shape)
+        for d in dims:
+            kept[d] = 1
+        grad = np.reshape(grad, kept)
+    return np.broadcast_to(grad, shape)
+
+
+def _raw_div_count(grad: np.ndarray, n: int) -> np.ndarray:
+    """``grad / n`` as the Tensor rule computes it (an empty input gives 0 / 0 = nan)."""
+    if n:
+        return grad / n
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return grad / n
+
+
 class SumBackward0(Op):
     """sum(input): d/dinput = grad broadcast to input's shape."""
 
@@ -63,6 +81,9 @@ class SumBackward0(Op):
     def backward(self, grad):
         return grad.expand(self.shape)
 
+    def raw_backward(self, grad):
+        return np.broadcast_to(grad, self.shape)
+
 
 class SumBackward1(Op):
     """sum(input, dim, keepdim): d/dinput = grad with the reduced dims re-inserted, broadcast."""
@@ -75,6 +96,9 @@ class SumBackward1(Op):
 
     def backward(self, grad):
         return _expand_back(grad, self.shape, self.dims, self.keepdim)
+
+    def raw_backward(self, grad):
+        return _raw_expand_back(grad, self.shape, self.dims, self.keepdim)
 
 
 class MeanBackward0(Op):
@@ -92,6 +116,12 @@ class MeanBackward0(Op):
         n = int(np.prod(self.shape))
         return (grad / n).expand(self.shape)
 
+    def raw_backward(self, grad):
+        n = 1
+        for s in self.shape:
+            n *= s
+        return np.broadcast_to(_raw_div_count(grad, n), self.shape)
+
 
 class MeanBackward1(Op):
     """mean(input, dim, keepdim): d/dinput = grad / count, broadcast."""
@@ -108,6 +138,12 @@ class MeanBackward1(Op):
     def backward(self, grad):
         n = int(np.prod([self.shape[d] for d in self.dims]))
         return _expand_back(grad / n, self.shape, self.dims, self.keepdim)
+
+    def raw_backward(self, grad):
+        n = 1
+        for d in self.dims:
+            n *= self.shape[d]
+        return _raw_expand_back(_raw_div_count(grad, n), self.shape, self.dims, self.keepdim)
 
 
 class LinalgVectorNormBackward0(Op):

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..._tensor import Tensor
 from ...ops._op import Op
-from .vision import _shape_str, accumulate_windows, ntuple, pad_array, windows
+from .vision import _shape_str, ntuple, pad_array, windows
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
            "conv_transpose3d"]
@@ -32,20 +32,45 @@ __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
 # ``spec`` is (stride, pads, dilation, groups) with ``pads`` a (lo, hi) pair per spatial dim.
 
 def _columns(x: np.ndarray, kernel: tuple, spec, out: tuple) -> np.ndarray:
-    """im2col: the windows of padded ``x`` (N, C, *S) as (G, Cg*K, N*P), P = prod(out).
+    """im2col: the windows of padded ``x`` (N, C, *S) as (N, G, Cg*K, P), P = prod(out).
 
-    NOTE: this layout (long contiguous rows over batch and space) copies about 5x faster than
-    (N*P, Cg*K); the matmuls take either side transposed at no cost.
+    NOTE: this layout makes every matmul a batch over N whose result is already in NCHW order
+    (no transpose copy of the output or of the incoming gradient), and its copy runs over
+    contiguous output rows (about 5x faster than the (N*P, Cg*K) layout).
     """
     stride, pads, dilation, groups = spec
     n, c = x.shape[:2]
     nd = len(kernel)
     win = windows(pad_array(x, pads), kernel, stride, dilation, out)  # (N, C, *O, *K)
-    win = win.reshape(n, groups, c // groups, *win.shape[2:])
-    # (G, Cg, *K, N, *O): the copy below is the im2col
-    order = (1, 2, *range(3 + nd, 3 + 2 * nd), 0, *range(3, 3 + nd))
+    # (N, C, *K, *O): the copy below is the im2col
+    order = (0, 1, *range(2 + nd, 2 + 2 * nd), *range(2, 2 + nd))
     cgk = (c // groups) * int(np.prod(kernel))
-    return win.transpose(order).reshape(groups, cgk, n * int(np.prod(out)))
+    return win.transpose(order).reshape(n, groups, cgk, int(np.prod(out)))
+
+
+def _col2im(cols: np.ndarray, size: tuple, spec) -> np.ndarray:
+    """The adjoint of ``_columns``: sum ``cols`` (N, C, *K, *O) into zeros (N, C, *size), one
+    strided add per kernel offset, each clipped to the unpadded input (no padded buffer)."""
+    stride, pads, dilation, _ = spec
+    nd = len(size)
+    kernel = cols.shape[2:2 + nd]
+    out = cols.shape[2 + nd:]
+    buf = np.zeros(cols.shape[:2] + tuple(size), dtype=cols.dtype)
+    lead = (slice(None), slice(None))
+    for k in np.ndindex(*kernel):
+        src, dst = [], []
+        for i, d, o, s, (lo, _), n in zip(k, dilation, out, stride, pads, size):
+            # output o lands on input o * s + i * d - lo; keep those inside [0, n)
+            first = max(0, -((i * d - lo) // s))
+            last = min(o, (n - 1 + lo - i * d) // s + 1)
+            if first >= last:
+                break
+            begin = first * s + i * d - lo
+            src.append(slice(first, last))
+            dst.append(slice(begin, begin + (last - first - 1) * s + 1, s))
+        else:
+            buf[lead + tuple(dst)] += cols[lead + k + tuple(src)]
+    return buf
 
 
 def _conv(x: np.ndarray, w: np.ndarray, spec, out: tuple, keep_cols: bool = False):
@@ -53,46 +78,35 @@ def _conv(x: np.ndarray, w: np.ndarray, spec, out: tuple, keep_cols: bool = Fals
     groups = spec[3]
     n = x.shape[0]
     cout = w.shape[0]
-    cols = _columns(x, w.shape[2:], spec, out)
-    wm = w.reshape(groups, cout // groups, cols.shape[1])
-    y = np.matmul(wm, cols)                                        # (G, Og, N*P)
-    y = y.reshape(groups, cout // groups, n, int(np.prod(out))).transpose(2, 0, 1, 3)
-    y = y.reshape(n, cout, *out)
+    cols = _columns(x, w.shape[2:], spec, out)                     # (N, G, Cg*K, P)
+    wm = w.reshape(groups, cout // groups, cols.shape[2])
+    y = np.matmul(wm, cols).reshape(n, cout, *out)                 # (N, G, Og, P): NCHW
     return (y, cols) if keep_cols else y
 
 
 def _conv_transposed(g: np.ndarray, w: np.ndarray, spec, size: tuple) -> np.ndarray:
     """Bt(g, w): the transpose of ``B`` in x, result (N, G*Cg, *size): col2im of one matmul."""
-    stride, pads, dilation, groups = spec
+    groups = spec[3]
     n, cout = g.shape[:2]
     out = g.shape[2:]
     kernel = w.shape[2:]
-    nd = len(kernel)
     cg = w.shape[1]
-    p = int(np.prod(out))
-    gm = g.reshape(n, groups, cout // groups, p).transpose(1, 2, 0, 3)
-    gm = gm.reshape(groups, cout // groups, n * p)                 # (G, Og, N*P)
+    gm = g.reshape(n, groups, cout // groups, int(np.prod(out)))  # (N, G, Og, P)
     wm = w.reshape(groups, cout // groups, cg * int(np.prod(kernel)))  # (G, Og, Cg*K)
-    cols = np.matmul(wm.transpose(0, 2, 1), gm)                    # (G, Cg*K, N*P)
-    cols = cols.reshape(groups * cg, *kernel, n, *out)
-    cols = np.moveaxis(cols, 1 + nd, 1)                            # (C, N, *K, *O), a view
-    padded = tuple(s + lo + hi for s, (lo, hi) in zip(size, pads))
-    buf = accumulate_windows(cols, padded, stride, dilation)       # (C, N, *padded)
-    crop = tuple(slice(lo, lo + s) for s, (lo, _) in zip(size, pads))
-    return np.ascontiguousarray(buf[(slice(None), slice(None)) + crop].swapaxes(0, 1))
+    cols = np.matmul(wm.transpose(0, 2, 1), gm)                    # (N, G, Cg*K, P)
+    return _col2im(cols.reshape(n, groups * cg, *kernel, *out), size, spec)
 
 
 def _conv_weight(x: np.ndarray, g: np.ndarray, spec, kernel: tuple,
                  cols: np.ndarray | None = None) -> np.ndarray:
-    """C(x, g): the transpose of ``B`` in w, result (Cout, C/G, *kernel): one matmul."""
+    """C(x, g): the transpose of ``B`` in w, result (Cout, C/G, *kernel): a matmul per sample,
+    summed over the batch."""
     groups = spec[3]
     n, cout = g.shape[:2]
     if cols is None:
-        cols = _columns(x, kernel, spec, g.shape[2:])             # (G, Cg*K, N*P)
-    p = int(np.prod(g.shape[2:]))
-    gm = g.reshape(n, groups, cout // groups, p).transpose(1, 2, 0, 3)
-    gm = gm.reshape(groups, cout // groups, n * p)                 # (G, Og, N*P)
-    gw = np.matmul(gm, cols.transpose(0, 2, 1))                    # (G, Og, Cg*K)
+        cols = _columns(x, kernel, spec, g.shape[2:])             # (N, G, Cg*K, P)
+    gm = g.reshape(n, groups, cout // groups, int(np.prod(g.shape[2:])))  # (N, G, Og, P)
+    gw = np.matmul(gm, cols.swapaxes(2, 3)).sum(0)                 # (G, Og, Cg*K)
     return gw.reshape(cout, x.shape[1] // groups, *kernel)
 
 

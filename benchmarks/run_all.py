@@ -1,0 +1,230 @@
+"""Run every benchmark workload and print one table against the performance targets.
+
+Workloads (each also runnable alone, see its docstring): op overhead (``overhead.py``), the
+seed two-layer net (``two_layer.py``), MLP (``mlp.py``), CNN (``cnn.py``), deep chain
+(``deep_chain.py``), import time (``import_time.py``) and LSTM (``lstm.py``). ember and torch run
+in fresh processes, alternating, with threads pinned (``OMP_NUM_THREADS`` and friends, and
+``torch.set_num_threads``); the table shows medians, the ember/torch ratio, the target and
+whether it is met. The results are saved as JSON in ``benchmarks/results/<date-time>.json``
+(git-ignored), and each row's change against the latest saved run of the same kind (quick or
+full, same threads; or ``--compare FILE``) is printed.
+
+Run:  python benchmarks/run_all.py [--threads 1] [--repeats 5] [--quick] [--only NAME ...]
+                                   [--compare FILE] [--no-save] [--markdown]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import glob
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+import traceback
+
+import cnn
+import deep_chain
+import import_time
+import lstm
+import mlp
+import overhead
+import two_layer
+from _harness import fmt
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RESULTS = os.path.join(HERE, "results")
+
+WORKLOADS = {
+    "overhead": overhead.collect,
+    "two_layer": two_layer.collect,
+    "mlp": mlp.collect,
+    "cnn": cnn.collect,
+    "deep_chain": deep_chain.collect,
+    "import": import_time.collect,
+    "lstm": lstm.collect,
+}
+
+# The performance issue's targets: ("ratio", x) is ember/torch <= x; ("ms", x) is ember's own
+# time <= x ms. Rows without a target are shown for context.
+TARGETS = {
+    "overhead_fwd_bwd": ("ratio", 1.0),
+    "two_layer": ("ratio", 0.85),
+    "mlp_train": ("ratio", 1.0),
+    "cnn_train": ("ratio", 1.2),
+    "deep_chain_time": ("ratio", 1.0),
+    "deep_chain_memory": ("ratio", 1.0),
+    "import": ("ms", 150.0),
+    "lstm_train": ("ratio", 1.5),
+}
+
+
+def judge(row: dict) -> None:
+    """Add ``target`` (text), ``met`` and ``margin`` (how far over or under, as a fraction)."""
+    target = TARGETS.get(row["key"])
+    if target is None:
+        row.update(target=None, met=None, margin=None)
+        return
+    kind, limit = target
+    value = row["ratio"] if kind == "ratio" else row["ember"]
+    row["target"] = f"<= {limit:g}" + (" ms" if kind == "ms" else "")
+    row["met"] = None if value is None else value <= limit
+    row["margin"] = None if value is None else value / limit - 1.0
+
+
+def versions() -> dict:
+    info = {"python": platform.python_version(), "machine": platform.machine(),
+            "processor": _cpu_name(), "cpus": os.cpu_count()}
+    for name in ("numpy", "torch"):
+        try:
+            info[name] = __import__(name).__version__
+        except ImportError:
+            info[name] = None
+    return info
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def previous_results(compare: str | None, current: str | None, quick: bool,
+                     threads: int) -> str | None:
+    """``compare`` if given, else the latest saved run of the same kind (quick or full, same
+    threads), so that like is compared with like."""
+    if compare:
+        return compare
+    files = sorted(f for f in glob.glob(os.path.join(RESULTS, "*.json")) if f != current)
+    for path in reversed(files):
+        try:
+            with open(path) as f:
+                old = json.load(f)
+        except (OSError, ValueError):
+            continue
+        if old.get("quick") == quick and old.get("threads") == threads:
+            return path
+    return None
+
+
+def print_table(rows: list[dict]) -> None:
+    print(f"{'workload':<46}{'ember':>10}{'torch':>10}{'ember/torch':>13}{'target':>12}"
+          f"{'met?':>16}")
+    for r in rows:
+        if r["met"] is None:
+            verdict = "-" if r["target"] is None else "?"
+        else:
+            verdict = ("met" if r["met"] else "MISSED") + f" {r['margin']:+.0%}"
+        print(f"{r['workload'] + ' (' + r['unit'] + ')':<46}{fmt(r['ember']):>10}"
+              f"{fmt(r['torch']):>10}{fmt(r['ratio']):>13}{r['target'] or '-':>12}"
+              f"{verdict:>16}")
+
+
+def markdown_table(rows: list[dict]) -> str:
+    lines = ["| workload | ember | torch | ember/torch | target | met? |",
+             "|---|---|---|---|---|---|"]
+    for r in rows:
+        if r["met"] is None:
+            verdict = "—"
+        else:
+            verdict = ("met" if r["met"] else "**missed**") + f" ({r['margin']:+.0%})"
+        lines.append(f"| {r['workload']} ({r['unit']}) | {fmt(r['ember'])} | {fmt(r['torch'])} | "
+                     f"{fmt(r['ratio'])} | {r['target'] or '—'} | {verdict} |")
+    return "\n".join(lines)
+
+
+def print_changes(rows: list[dict], path: str) -> None:
+    with open(path) as f:
+        old = json.load(f)
+    before = {r["key"]: r for r in old.get("rows", [])}
+    mode = "quick" if old.get("quick") else "full"
+    print(f"\nchange vs {os.path.relpath(path)} ({old.get('date', '?')}, {mode} run, "
+          f"{old.get('threads', '?')} thread(s)):")
+    print(f"{'workload':<46}{'ember':>10}{'torch':>10}{'ratio then':>12}{'ratio now':>11}")
+    for r in rows:
+        b = before.get(r["key"])
+        if b is None or not b.get("ember") or r["ember"] is None:
+            print(f"{r['workload']:<46}{'(new)':>10}")
+            continue
+        ember = f"{r['ember'] / b['ember'] - 1.0:+.1%}"
+        torch = f"{r['torch'] / b['torch'] - 1.0:+.1%}" if r["torch"] and b.get("torch") else "-"
+        print(f"{r['workload']:<46}{ember:>10}{torch:>10}{fmt(b.get('ratio')):>12}"
+              f"{fmt(r['ratio']):>11}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, default=1, help="threads for both libraries")
+    parser.add_argument("--repeats", type=int, default=None,
+                        help="fresh processes per library and workload (default 5, quick 1)")
+    parser.add_argument("--quick", action="store_true",
+                        help="one process per library and shorter workloads: a smoke test")
+    parser.add_argument("--only", nargs="+", choices=list(WORKLOADS), help="run only these")
+    parser.add_argument("--compare", help="results JSON to compare with (default: the latest "
+                                          "of the same kind in benchmarks/results/)")
+    parser.add_argument("--no-save", action="store_true", help="do not write a results file")
+    parser.add_argument("--markdown", action="store_true",
+                        help="also print the table in Markdown (for benchmarks/README.md)")
+    args = parser.parse_args()
+    repeats = args.repeats if args.repeats is not None else (1 if args.quick else 5)
+    started = datetime.datetime.now()
+    print(f"ember benchmark suite, {started:%Y-%m-%d %H:%M}, {args.threads} thread(s), "
+          f"{repeats} process(es) per library and workload{', quick' if args.quick else ''}")
+
+    rows: list[dict] = []
+    details: dict[str, dict] = {}
+    errors: dict[str, str] = {}
+    for name in args.only or WORKLOADS:
+        t = time.perf_counter()
+        try:
+            result = WORKLOADS[name](repeats=repeats, threads=args.threads, quick=args.quick)
+        # Keep going: one broken workload (a failing child process) should not hide the others.
+        except (RuntimeError, OSError, ValueError, KeyError, subprocess.CalledProcessError):
+            errors[name] = traceback.format_exc()
+            tail = "\n".join(errors[name].rstrip().splitlines()[-12:])
+            print(f"  {name}: FAILED\n{tail}", file=sys.stderr)
+            continue
+        print(f"  {name}: {time.perf_counter() - t:.0f} s")
+        details[name] = result
+        for r in result["rows"]:
+            judge(r)
+            rows.append(r)
+
+    print()
+    print_table(rows)
+    for result in details.values():
+        for note in result.get("notes", ()):
+            print(note)
+    if errors:
+        print("failed workloads: " + ", ".join(errors))
+    if args.markdown:
+        print("\n" + markdown_table(rows))
+
+    path = None
+    if not args.no_save:
+        os.makedirs(RESULTS, exist_ok=True)
+        path = os.path.join(RESULTS, f"{started:%Y%m%d-%H%M%S}.json")
+    previous = previous_results(args.compare, path, args.quick, args.threads)
+    if path:
+        record = {"date": started.isoformat(timespec="seconds"), "threads": args.threads,
+                  "repeats": repeats, "quick": args.quick, "versions": versions(),
+                  "rows": rows, "errors": errors,
+                  "details": {name: {k: v for k, v in r.items() if k != "rows"}
+                              for name, r in details.items()}}
+        with open(path, "w") as f:
+            json.dump(record, f, indent=2)
+        print(f"\nsaved {os.path.relpath(path)}")
+    if previous:
+        print_changes(rows, previous)
+
+
+if __name__ == "__main__":
+    main()
