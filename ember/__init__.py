@@ -9,7 +9,7 @@ from . import (
     autograd,  # before _tensor: autograd/__init__ imports it (no import cycle then)
     cuda,
 )
-from ._backend import device
+from ._backend import device, get_default_device, set_default_device
 from ._backend.dtypes import (
     bool_ as bool,
 )

@@ -24,10 +24,10 @@ def _version(distribution: str) -> str | None:
         return None
 
 
-def _blas_lines(np) -> list[str]:
+def _blas_lines(numpy) -> list[str]:
     """NumPy's BLAS and LAPACK from ``numpy.show_config(mode='dicts')`` (NumPy >= 1.26)."""
     try:
-        deps = np.show_config(mode="dicts")["Build Dependencies"]
+        deps = numpy.show_config(mode="dicts")["Build Dependencies"]
     except (TypeError, ValueError, KeyError, AttributeError):  # older NumPy: no dict mode; print nothing rather than fail
         return ["    BLAS/LAPACK: unknown (numpy.show_config(mode='dicts') not available)"]
     lines = []
@@ -51,15 +51,14 @@ def show_config() -> str:
     import shutil
     import sys
 
-    import numpy as np
-
     from . import __version__, cuda
+    from ._backend import host
 
     impl = platform.python_implementation()
     lines = [f"ember {__version__}",
              f"  Python: {sys.version.split()[0]} ({impl}) on {platform.platform()}",
-             f"  NumPy: {np.__version__}"]
-    lines += _blas_lines(np)
+             f"  NumPy: {host.__version__}"]
+    lines += _blas_lines(host)
     cuda_state = "available" if cuda.is_available() else "not available (ember computes on the CPU)"
     lines += ["  Devices:", "    cpu: available", f"    cuda: {cuda_state}",
               "  Optional packages:"]

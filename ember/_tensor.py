@@ -1,4 +1,4 @@
-"""``Tensor``: a NumPy array plus autograd metadata.
+"""``Tensor``: an array of some backend (NumPy, or a device's) plus autograd metadata.
 
 Operators and methods that compute something are declared once in ``ember.ops`` and bound
 here by ``ember.ops._bind``; this module holds the data model: construction, properties,
@@ -10,12 +10,21 @@ from __future__ import annotations
 import warnings
 import weakref
 
-import numpy as np
-
+from ._backend import (
+    data_ptr,
+    device_of,
+    generic,
+    host,
+    is_array,
+    module_for_device,
+    ndarray,
+    to_device_array,
+    to_host,
+    xp_of,
+)
 from ._backend import dtypes as _dt
-from ._backend.device import CPU, device, to_device
+from ._backend.device import device, to_device
 from .autograd.grad_mode import state as _grad_state
-from .autograd.graph import AccumulateGrad
 from .utils.hooks import HookDict, add_hook
 
 _new = object.__new__
@@ -68,7 +77,7 @@ _CPP_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
 REQUIRES_GRAD_DTYPE_ERROR = "only Tensors of floating point and complex dtype can require gradients"
 
 
-def _make(data: np.ndarray, grad_fn=None) -> Tensor:
+def _make(data: ndarray, grad_fn=None) -> Tensor:
     """Wrap an array (made by an op) as a Tensor: the hot path of every op."""
     t = _new(Tensor)
     t._data = data
@@ -83,13 +92,6 @@ def _make(data: np.ndarray, grad_fn=None) -> Tensor:
     t._extra = None
     if _grad_state.inference:
         t._get_extra().inference = True
-    return t
-
-
-def _make_view_of_output(data: np.ndarray, node, counter: list) -> Tensor:
-    """Rebuild a node's saved output (data and version counter) with the node as grad_fn."""
-    t = _make(data, node)
-    t._vc = counter
     return t
 
 
@@ -123,28 +125,30 @@ def _refresh_view(t: Tensor) -> None:
     t._requires_grad = fresh._requires_grad
 
 
-def _as_array(data, dtype: _dt.dtype | None) -> np.ndarray:
-    """Array for ``ember.tensor(data)``: torch's inferred dtypes (Python floats -> float32)."""
+def _as_array(data, dtype: _dt.dtype | None) -> ndarray:
+    """Array for ``ember.tensor(data)``: torch's inferred dtypes (Python floats -> float32).
+
+    A copy on the device of ``data`` (a Tensor or an array), else a host array."""
     if isinstance(data, Tensor):
         arr = data._data
         return arr.copy() if dtype is None else arr.astype(dtype.np)
-    if isinstance(data, np.ndarray):
-        arr = np.array(data, dtype=None if dtype is None else dtype.np, copy=True)
+    if is_array(data):
+        arr = xp_of(data).array(data, dtype=None if dtype is None else dtype.np, copy=True)
         if dtype is None:
             _dt.from_numpy_dtype(arr.dtype)  # reject dtypes torch lacks
         return arr
     if isinstance(data, (list, tuple)) and _contains_tensor(data):
         data = _tensors_to_lists(data)
     if dtype is not None:
-        return np.array(data, dtype=dtype.np)
-    arr = np.array(data)
+        return host.array(data, dtype=dtype.np)
+    arr = host.array(data)
     kind = arr.dtype.kind
     if kind == "f":
         if arr.dtype.itemsize == 8 and not _has_numpy_float64(data):
             return arr.astype(_dt.get_default_dtype().np)
         return arr
     if kind == "i" or kind == "u":
-        return arr.astype(np.int64, copy=False) if arr.dtype != np.uint8 else arr
+        return arr.astype(host.int64, copy=False) if arr.dtype != host.uint8 else arr
     if kind == "b":
         return arr
     if kind == "c":
@@ -156,8 +160,8 @@ def _as_array(data, dtype: _dt.dtype | None) -> np.ndarray:
 
 def _has_numpy_float64(data) -> bool:
     # torch keeps the dtype of NumPy scalars (np.float64(1.0) -> float64), not of Python floats
-    if isinstance(data, np.generic):
-        return data.dtype == np.float64
+    if isinstance(data, generic):
+        return data.dtype == host.float64
     if isinstance(data, (list, tuple)):
         return any(_has_numpy_float64(x) for x in data)
     return False
@@ -197,18 +201,17 @@ class Tensor:
     __array_priority__ = 1000  # make ndarray + Tensor defer to Tensor.__radd__
 
     def __new__(cls, *args, **kwargs):
-        device_ = kwargs.pop("device", None)
-        to_device(device_)
+        dev = to_device(kwargs.pop("device", None))
         dtype = _dt.to_dtype(kwargs.pop("dtype")) if "dtype" in kwargs else cls._legacy_dtype()
         if kwargs:
             raise TypeError(f"Tensor() got unexpected keyword arguments {sorted(kwargs)}")
         if len(args) == 1 and not isinstance(args[0], (int, Size)):
-            data = _as_array(args[0], dtype)
+            data = to_device_array(_as_array(args[0], dtype), dev)
         else:
             shape = tuple(args[0]) if len(args) == 1 and isinstance(args[0], Size) else args
             if not all(isinstance(s, int) for s in shape):
                 raise TypeError(f"Tensor(): expected a sequence of ints as the size, got {args}")
-            data = np.empty(shape, dtype=dtype.np)
+            data = module_for_device(dev).empty(shape, dtype=dtype.np)
         t = _make(data)
         if cls is not Tensor:
             t = _rewrap(t, cls)
@@ -249,7 +252,8 @@ class Tensor:
 
     @property
     def device(self) -> device:
-        return CPU
+        """Where the data lives: derived from the array (NumPy's: cpu; a strict array's: strict)."""
+        return device_of(self._data)
 
     @property
     def is_cuda(self) -> bool:
@@ -257,7 +261,7 @@ class Tensor:
 
     @property
     def is_cpu(self) -> bool:
-        return True
+        return device_of(self._data).type == "cpu"
 
     @property
     def layout(self) -> str:
@@ -308,17 +312,16 @@ class Tensor:
 
     def storage_offset(self) -> int:
         base = self._storage_root()
-        return (self._data.__array_interface__["data"][0]
-                - base.__array_interface__["data"][0]) // self._data.itemsize
+        return (data_ptr(self._data) - data_ptr(base)) // self._data.itemsize
 
-    def _storage_root(self) -> np.ndarray:
+    def _storage_root(self) -> ndarray:
         arr = self._data
-        while isinstance(arr.base, np.ndarray):
+        while is_array(arr.base):
             arr = arr.base
         return arr
 
     def data_ptr(self) -> int:
-        return self._data.__array_interface__["data"][0]
+        return data_ptr(self._data)
 
     def untyped_storage(self):
         raise NotImplementedError("ember tensors expose no storage object; use .numpy()")
@@ -432,20 +435,17 @@ class Tensor:
     def retains_grad(self) -> bool:
         return self._extra is not None and self._extra.retains_grad
 
-    @property
-    def _base_tensor(self) -> Tensor | None:
-        return self._base
-
     def _is_view(self) -> bool:
         return self._base is not None
 
-    def _accumulator(self) -> AccumulateGrad:
+    def _accumulator(self):
         """This leaf's AccumulateGrad node; cached weakly so the graph owns it, as in torch."""
         acc = self._acc
         if acc is not None:
             node = acc()
             if node is not None:
                 return node
+        from .autograd.graph import AccumulateGrad  # graph builds on Tensor: imported late
         node = AccumulateGrad(self)
         self._acc = weakref.ref(node)
         return node
@@ -548,14 +548,24 @@ class Tensor:
         _backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     # ------------------------------------------------------------------ conversions
-    def numpy(self, *, force: bool = False) -> np.ndarray:
-        """The underlying array (shares memory), as ``torch.Tensor.numpy``."""
-        if self._requires_grad and not force:
+    def numpy(self, *, force: bool = False) -> ndarray:
+        """The underlying array (shares memory), as ``torch.Tensor.numpy``; a CPU tensor only,
+        unless ``force`` (then a host copy of a device tensor's data)."""
+        if force:
+            return to_host(self._data)
+        self._check_host()
+        if self._requires_grad:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
         return self._data
 
+    def _check_host(self) -> None:
+        if type(self._data) is not ndarray and device_of(self._data).type != "cpu":
+            raise TypeError(f"can't convert {self.device} device type tensor to numpy. Use "
+                            "Tensor.cpu() to copy the tensor to host memory first.")
+
     def __array__(self, dtype=None, copy=None):
+        self._check_host()
         if self._requires_grad:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
@@ -650,7 +660,7 @@ class Tensor:
             raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
         for a in args:
             if isinstance(a, Tensor):
-                dtype = a.dtype
+                dtype, dev = a.dtype, a.device
             elif isinstance(a, (_dt.dtype, type)) or (isinstance(a, str) and a in _dt.ALIASES):
                 dtype = a
             elif isinstance(a, (str, device)):
@@ -659,17 +669,21 @@ class Tensor:
                 continue
             else:
                 raise TypeError(f"to() received an invalid combination of arguments: {args}")
-        to_device(dev)
-        if dtype is None or _dt.to_dtype(dtype).np == self._data.dtype:
+        dtype = None if dtype is None else _dt.to_dtype(dtype)
+        if dev is not None and to_device(dev) != device_of(self._data):
+            from .ops.creation import to_device_copy
+            return to_device_copy(self, to_device(dev), dtype)
+        if dtype is None or dtype.np == self._data.dtype:
             return self.clone() if copy else self
-        return self._cast(_dt.to_dtype(dtype))
+        return self._cast(dtype)
 
     def _cast(self, dtype: _dt.dtype) -> Tensor:
         from .ops.elementwise import to_dtype
         return to_dtype(self, dtype)
 
-    def cpu(self) -> Tensor:
-        return self
+    def cpu(self, memory_format=None) -> Tensor:
+        """A copy on the host (self if already there), differentiable (``ToCopyBackward0``)."""
+        return self.to("cpu")
 
     def cuda(self, device=None, non_blocking: bool = False) -> Tensor:
         to_device("cuda")
@@ -732,7 +746,7 @@ class Tensor:
         return self.transpose(-2, -1)
 
 
-def _rebuild(data: np.ndarray, requires_grad: bool) -> Tensor:
+def _rebuild(data: ndarray, requires_grad: bool) -> Tensor:
     t = _make(data)
     t._requires_grad = requires_grad
     return t

@@ -2,7 +2,8 @@
 
 Follows torch's formatter: floats print with 4 decimals, all-integer floats as ``1.``, and
 scientific notation when the magnitudes span more than 1000x or leave [1e-4, 1e8); values
-share one column width; more than 1000 elements are summarised with ``...``.
+share one column width; more than 1000 elements are summarised with ``...``. A device tensor
+prints from a host copy of its data, with ``device='strict'`` as torch shows ``device='cuda:0'``.
 """
 
 from __future__ import annotations
@@ -10,8 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numpy as np
-
+from ._backend import device_of, host, ndarray, to_host
 from ._backend import dtypes as _dt
 
 
@@ -52,7 +52,7 @@ def get_printoptions() -> dict:
 
 
 class _Formatter:
-    def __init__(self, values: np.ndarray, floating: bool) -> None:
+    def __init__(self, values: ndarray, floating: bool) -> None:
         self.floating = floating
         self.int_mode = True
         self.sci_mode = False
@@ -62,13 +62,13 @@ class _Formatter:
             for v in flat.tolist():
                 self.max_width = max(self.max_width, len(str(v)))
             return
-        finite = flat[np.isfinite(flat) & (flat != 0)].astype(np.float64)
+        finite = flat[host.isfinite(flat) & (flat != 0)].astype(host.float64)
         if finite.size == 0:
             return
-        absv = np.abs(finite)
+        absv = host.abs(finite)
         lo, hi = absv.min(), absv.max()
         p = PRINT_OPTS.precision
-        self.int_mode = bool(np.all(finite == np.ceil(finite)))
+        self.int_mode = bool(host.all(finite == host.ceil(finite)))
         if self.int_mode:
             if hi / lo > 1000.0 or hi > 1.0e8:
                 self.sci_mode = True
@@ -100,16 +100,16 @@ class _Formatter:
         return (self.max_width - len(s)) * " " + s
 
 
-def _summarized(a: np.ndarray) -> np.ndarray:
+def _summarized(a: ndarray) -> ndarray:
     e = PRINT_OPTS.edgeitems
     if a.ndim == 0:
         return a
     if a.shape[0] > 2 * e:
-        a = np.concatenate([a[:e], a[-e:]])
-    return np.stack([_summarized(x) for x in a]) if a.ndim > 1 else a
+        a = host.concatenate([a[:e], a[-e:]])
+    return host.stack([_summarized(x) for x in a]) if a.ndim > 1 else a
 
 
-def _vector(a: np.ndarray, indent: int, summarize: bool, fmt: _Formatter) -> str:
+def _vector(a: ndarray, indent: int, summarize: bool, fmt: _Formatter) -> str:
     per_line = max(1, int(math.floor((PRINT_OPTS.linewidth - indent) / (fmt.max_width + 2))))
     e = PRINT_OPTS.edgeitems
     if summarize and a.shape[0] > 2 * e:
@@ -121,7 +121,7 @@ def _vector(a: np.ndarray, indent: int, summarize: bool, fmt: _Formatter) -> str
     return "[" + ("," + "\n" + " " * (indent + 1)).join(lines) + "]"
 
 
-def _tensor_str(a: np.ndarray, indent: int, summarize: bool, fmt: _Formatter) -> str:
+def _tensor_str(a: ndarray, indent: int, summarize: bool, fmt: _Formatter) -> str:
     if a.ndim == 0:
         return fmt.format(a.item())
     if a.ndim == 1:
@@ -150,11 +150,11 @@ def _add_suffixes(text: str, suffixes: list[str], indent: int) -> str:
     return "".join(parts)
 
 
-def array_str(a: np.ndarray, indent: int) -> str:
-    """The bracketed body of a tensor's repr."""
+def array_str(a: ndarray, indent: int) -> str:
+    """The bracketed body of a tensor's repr (``a``: a host array)."""
     summarize = a.size > PRINT_OPTS.threshold
-    if a.dtype == np.float16:
-        a = a.astype(np.float32)
+    if a.dtype == host.float16:
+        a = a.astype(host.float32)
     shown = _summarized(a) if summarize else a
     fmt = _Formatter(shown, a.dtype.kind == "f")
     return _tensor_str(a, indent, summarize, fmt)
@@ -165,6 +165,10 @@ def tensor_repr(t, prefix: str = "tensor(") -> str:
     a = t._data
     indent = len(prefix)
     suffixes = []
+    dev = device_of(a)
+    if dev.type != "cpu":  # torch prints the device of non-CPU tensors: device='cuda:0'
+        suffixes.append(f"device='{dev}'")
+        a = to_host(a)
     if a.size == 0:
         if a.shape != (0,):
             suffixes.append(f"size={tuple(a.shape)}")

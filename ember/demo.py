@@ -24,8 +24,6 @@ import os
 import sys
 import time
 
-import numpy as np
-
 import ember as torch
 import ember.nn.functional as F
 from ember import nn
@@ -71,8 +69,8 @@ def load_data():
     from sklearn.model_selection import train_test_split
 
     digits = load_digits()
-    images = digits.images.astype(np.float32)[:, None]  # pixel values 0..16
-    labels = digits.target.astype(np.int64)
+    images = digits.images.astype("float32")[:, None]  # pixel values 0..16
+    labels = digits.target.astype("int64")
     x_train, x_test, y_train, y_test = train_test_split(
         images, labels, test_size=TEST_FRACTION, stratify=labels, random_state=SPLIT_SEED)
     mean, std = float(x_train.mean()), float(x_train.std())
@@ -100,8 +98,8 @@ def save_loss_plot(path: str, step_losses: list, history: dict) -> None:
     FigureCanvasAgg(fig)
     ax_loss, ax_acc = fig.subplots(1, 2)
     steps_per_epoch = len(step_losses) / max(len(history["train_loss"]), 1)
-    epochs = np.arange(1, len(history["train_loss"]) + 1)
-    ax_loss.plot(np.arange(1, len(step_losses) + 1) / steps_per_epoch, step_losses,
+    epochs = list(range(1, len(history["train_loss"]) + 1))
+    ax_loss.plot([step / steps_per_epoch for step in range(1, len(step_losses) + 1)], step_losses,
                  color="tab:blue", alpha=0.3, linewidth=0.8, label="train (per step)")
     ax_loss.plot(epochs, history["train_loss"], "o-", color="tab:blue", label="train (epoch)")
     ax_loss.plot(epochs, history["test_loss"], "s-", color="tab:orange", label="held-out")

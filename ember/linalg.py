@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-import numpy as np
-
+from ._backend import host, xp_of
 from ._tensor import Tensor, _make, _wrap_dim
 from .autograd.grad_mode import state as _grad_state
-from .ops._op import Op, _record
+from .autograd.record import needs_recording, record
+from .ops._op import Op
 from .ops.blas import matmul
 from .ops.elementwise import scalar_name, where
 from .ops.products import linalg_cross as cross
@@ -83,7 +83,7 @@ def _check(A: Tensor, fname: str, square: bool = True, floating: bool = True) ->
 
 
 def _eye(n: int, like: Tensor) -> Tensor:
-    return _make(np.eye(n, dtype=like._data.dtype))
+    return _make(xp_of(like._data).eye(n, dtype=like._data.dtype))
 
 
 def _diag_embed(v: Tensor) -> Tensor:
@@ -92,35 +92,36 @@ def _diag_embed(v: Tensor) -> Tensor:
 
 def _lower_half_diag(X: Tensor) -> Tensor:
     """tril(X) with its diagonal halved (the Cholesky rule's Phi)."""
-    n = X._data.shape[-1]
-    mask = np.tril(np.ones((n, n), dtype=X._data.dtype)) - 0.5 * np.eye(n, dtype=X._data.dtype)
+    n, xp, dt = X._data.shape[-1], xp_of(X._data), X._data.dtype
+    mask = xp.tril(xp.ones((n, n), dtype=dt)) - 0.5 * xp.eye(n, dtype=dt)
     return X * _make(mask)
 
 
-def _batch_prefix(a: np.ndarray, flat_index: int) -> str:
+def _batch_prefix(a, flat_index: int) -> str:
     return f"(Batch element {flat_index}): " if a.ndim > 2 else ""
 
 
-def _zero_pivot(m: np.ndarray) -> int:
+def _zero_pivot(m) -> int:
     """1-based index of LU's first zero pivot (partial pivoting, as LAPACK's getrf); 0 if none."""
+    xp = xp_of(m)
     u = m.copy()
     n = u.shape[0]
     for k in range(n):  # error path only: one pass per column, each row update vectorised
-        p = k + int(np.argmax(np.abs(u[k:, k])))
+        p = k + int(abs(u[k:, k]).argmax())
         if u[p, k] == 0:
             return k + 1
         u[[k, p]] = u[[p, k]]
-        u[k + 1:, k:] -= np.outer(u[k + 1:, k] / u[k, k], u[k, k:])
+        u[k + 1:, k:] -= xp.outer(u[k + 1:, k] / u[k, k], u[k, k:])
     return 0
 
 
-def _singular_error(a: np.ndarray, fname: str) -> LinAlgError:
-    n = a.shape[-1]
+def _singular_error(a, fname: str) -> LinAlgError:
+    xp, n = xp_of(a), a.shape[-1]
     flat = a.reshape(-1, n, n)
     for b, m in enumerate(flat):
         try:
-            np.linalg.inv(m)
-        except np.linalg.LinAlgError:
+            xp.linalg.inv(m)
+        except host.linalg.LinAlgError:
             k = _zero_pivot(m) or n
             return LinAlgError(f"{fname}: {_batch_prefix(a, b)}The diagonal element {k} is zero, "
                                "the inversion could not be completed because the input matrix "
@@ -128,13 +129,14 @@ def _singular_error(a: np.ndarray, fname: str) -> LinAlgError:
     return LinAlgError(f"{fname}: The input matrix is singular.")
 
 
-def _inv_array(a: np.ndarray, fname: str = "linalg.inv") -> np.ndarray:
+def _inv_array(a, fname: str = "linalg.inv"):
+    xp = xp_of(a)
     if a.size == 0:
-        return np.empty_like(a)
+        return xp.empty_like(a)
     try:
-        with np.errstate(all="ignore"):
-            return np.linalg.inv(a)
-    except np.linalg.LinAlgError:
+        with xp.errstate(all="ignore"):
+            return xp.linalg.inv(a)
+    except host.linalg.LinAlgError:
         raise _singular_error(a, fname) from None
 
 
@@ -152,19 +154,12 @@ class _MultiOutputOp(Op):
 def _apply_multi(cls, inputs: tuple, params: tuple = (), differentiable=None) -> list:
     """Run a multi-output op; outputs listed in ``differentiable`` (default all) get the node."""
     node = object.__new__(cls)
-    outs = tuple(np.asarray(o) for o in node.forward(*[x._data for x in inputs], *params))
-    if _grad_state.grad_enabled and any(x._requires_grad for x in inputs):
-        node._num_outputs = len(outs)
+    asarray = xp_of(inputs[0]._data).asarray  # (NumPy scalars become 0-d arrays)
+    outs = tuple(asarray(o) for o in node.forward(*[x._data for x in inputs], *params))
+    if needs_recording(inputs, _grad_state.grad_enabled):
         node.outs = outs
-        result = [_record(node, inputs, outs[0])]
-        for k, o in enumerate(outs[1:], 1):
-            if differentiable is None or k in differentiable:
-                t = _make(o, node)
-                t._output_nr = k
-            else:
-                t = _make(o)
-            result.append(t)
-        return result
+        diff = [k == 0 or differentiable is None or k in differentiable for k in range(len(outs))]
+        return record(node, inputs, outs, tuple([inputs[i] for i in node.save_inputs]), diff)
     return [_make(o) for o in outs]
 
 
@@ -205,9 +200,10 @@ class LinalgDetBackward0(Op):
     save_output = True
 
     def forward(self, a):
+        xp = xp_of(a)
         if a.shape[-1] == 0:
-            return np.ones(a.shape[:-2], dtype=a.dtype)
-        return np.linalg.det(a)
+            return xp.ones(a.shape[:-2], dtype=a.dtype)
+        return xp.linalg.det(a)
 
     def backward(self, grad):
         (A,) = self.saved()
@@ -228,10 +224,11 @@ class LinalgSlogdetBackward0(_MultiOutputOp):
     save_inputs = (0,)
 
     def forward(self, a):
+        xp = xp_of(a)
         if a.shape[-1] == 0:
-            one = np.ones(a.shape[:-2], dtype=a.dtype)
-            return one, np.zeros_like(one)
-        sign, logabs = np.linalg.slogdet(a)
+            one = xp.ones(a.shape[:-2], dtype=a.dtype)
+            return one, xp.zeros_like(one)
+        sign, logabs = xp.linalg.slogdet(a)
         return sign.astype(a.dtype, copy=False), logabs.astype(a.dtype, copy=False)
 
     def backward(self, g_sign, g_logabs):
@@ -262,14 +259,15 @@ def _is_vector_rhs(A: Tensor, B: Tensor) -> bool:
     return b.ndim == 1 or (b.ndim == a.ndim - 1 and b.shape == a.shape[:-1])
 
 
-def _solve_array(a: np.ndarray, b: np.ndarray, vector: bool = False) -> np.ndarray:
+def _solve_array(a, b, vector: bool = False):
+    xp = xp_of(a)
     bb = b[..., None] if vector else b
     try:
-        with np.errstate(all="ignore"):
-            x = np.linalg.solve(a, bb) if a.size and bb.size else \
-                np.zeros(np.broadcast_shapes(a.shape[:-2], bb.shape[:-2]) + bb.shape[-2:],
+        with xp.errstate(all="ignore"):
+            x = xp.linalg.solve(a, bb) if a.size and bb.size else \
+                xp.zeros(host.broadcast_shapes(a.shape[:-2], bb.shape[:-2]) + bb.shape[-2:],
                          dtype=a.dtype)
-    except np.linalg.LinAlgError:
+    except host.linalg.LinAlgError:
         raise LinAlgError("torch.linalg.solve: The solver failed because the input matrix is "
                           "singular.") from None
     return x[..., 0] if vector else x
@@ -286,8 +284,7 @@ class LinalgSolveExBackward0(Op):
     def forward(self, a, b, vector, left=True):
         self.vector, self.left = vector, left
         if not left:  # X A = B is A^T X^T = B^T
-            return np.swapaxes(_solve_array(np.swapaxes(a, -1, -2), np.swapaxes(b, -1, -2)),
-                               -1, -2)
+            return _solve_array(a.swapaxes(-1, -2), b.swapaxes(-1, -2)).swapaxes(-1, -2)
         return _solve_array(a, b, vector)
 
     def backward(self, grad):
@@ -323,14 +320,15 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
 
 # --------------------------------------------------------------------------- cholesky
 
-def _not_pd_order(m: np.ndarray) -> int:
+def _not_pd_order(m) -> int:
     """The order of the first leading minor that is not positive-definite (lower triangle)."""
-    low = np.tril(m)
-    sym = low + np.tril(m, -1).T
+    xp = xp_of(m)
+    low = xp.tril(m)
+    sym = low + xp.tril(m, -1).T
     for k in range(1, m.shape[-1] + 1):
         try:
-            np.linalg.cholesky(sym[:k, :k])
-        except np.linalg.LinAlgError:
+            xp.linalg.cholesky(sym[:k, :k])
+        except host.linalg.LinAlgError:
             return k
     return m.shape[-1]
 
@@ -343,14 +341,15 @@ class LinalgCholeskyExBackward0(Op):
 
     def forward(self, a, upper):
         self.upper = upper
+        xp = xp_of(a)
         try:
-            return np.linalg.cholesky(a, upper=upper) if a.size else a.copy()
-        except np.linalg.LinAlgError:
+            return xp.linalg.cholesky(a, upper=upper) if a.size else a.copy()
+        except host.linalg.LinAlgError:
             n = a.shape[-1]
             for b, m in enumerate(a.reshape(-1, n, n)):
                 try:
-                    np.linalg.cholesky(m)
-                except np.linalg.LinAlgError:
+                    xp.linalg.cholesky(m)
+                except host.linalg.LinAlgError:
                     raise LinAlgError(
                         f"linalg.cholesky: {_batch_prefix(a, b)}The factorization could not be "
                         "completed because the input is not positive-definite (the leading minor "
@@ -382,10 +381,11 @@ class CholeskySolveBackward0(Op):
 
     def forward(self, b, f, upper):
         self.upper = upper
-        low = np.swapaxes(f, -1, -2) if upper else f
-        with np.errstate(all="ignore"):
-            y = np.linalg.solve(low, b)
-            return np.linalg.solve(np.swapaxes(low, -1, -2), y)
+        xp = xp_of(f)
+        low = f.swapaxes(-1, -2) if upper else f
+        with xp.errstate(all="ignore"):
+            y = xp.linalg.solve(low, b)
+            return xp.linalg.solve(low.swapaxes(-1, -2), y)
 
     def backward(self, grad):
         (F,) = self.saved()
@@ -422,9 +422,10 @@ class LinalgQrBackward0(_MultiOutputOp):
 
     def forward(self, a, mode):
         self.mode = mode
+        xp = xp_of(a)
         if mode == "r":
-            return np.empty((0,), dtype=a.dtype), np.linalg.qr(a, mode="r")
-        q, r = np.linalg.qr(a, mode=mode)
+            return xp.empty((0,), dtype=a.dtype), xp.linalg.qr(a, mode="r")
+        q, r = xp.linalg.qr(a, mode=mode)
         return q, r
 
     def backward(self, gQ, gR):
@@ -445,7 +446,8 @@ class LinalgQrBackward0(_MultiOutputOp):
         if gV is not None:
             gQ = matmul(Y, gV.mT) if gQ is None else gQ + matmul(Y, gV.mT)
         gX = _qr_square_backward(gQ, gU, Q, U)
-        gY = matmul(Q, gV) if gV is not None else _make(np.zeros(Y._data.shape, Y._data.dtype))
+        gY = matmul(Q, gV) if gV is not None else \
+            _make(xp_of(Y._data).zeros(Y._data.shape, Y._data.dtype))
         from .ops.joining import cat
         return cat([gX, gY], -1)
 
@@ -458,7 +460,8 @@ def _qr_square_backward(gQ, gR, Q: Tensor, R: Tensor) -> Tensor:
     else:
         M = -matmul(gQ.mT, Q)
     n = M._data.shape[-1]
-    low = np.tril(np.ones((n, n), dtype=M._data.dtype), -1)
+    xp = xp_of(M._data)
+    low = xp.tril(xp.ones((n, n), dtype=M._data.dtype), -1)
     strict = M * _make(low)
     sym = strict + strict.mT + M * _eye(n, M)
     B = matmul(Q, sym)
@@ -487,9 +490,10 @@ class LinalgSvdBackward0(_MultiOutputOp):
 
     def forward(self, a, full, compute_uv):
         self.full = full
+        xp = xp_of(a)
         if not compute_uv:
-            return (np.linalg.svd(a, compute_uv=False),)
-        u, s, vh = np.linalg.svd(a, full_matrices=full)
+            return (xp.linalg.svd(a, compute_uv=False),)
+        u, s, vh = xp.linalg.svd(a, full_matrices=full)
         return u, s, vh
 
     def backward(self, gU, gS, gVh):
@@ -540,7 +544,7 @@ def svdvals(A: Tensor, *, driver=None) -> Tensor:
     _check(A, "linalg.svdvals", square=False)
     if _needs_grad(A):  # the derivative needs U and Vh: one SVD node, as torch records
         return _apply_multi(LinalgSvdBackward0, (A,), (False, True))[1]
-    return _make(np.linalg.svd(A._data, compute_uv=False))
+    return _make(xp_of(A._data).linalg.svd(A._data, compute_uv=False))
 
 
 class LinalgEighBackward0(_MultiOutputOp):
@@ -549,9 +553,10 @@ class LinalgEighBackward0(_MultiOutputOp):
     __slots__ = ()
 
     def forward(self, a, uplo, compute_v):
+        xp = xp_of(a)
         if not compute_v:
-            return (np.linalg.eigvalsh(a, UPLO=uplo),)
-        w, v = np.linalg.eigh(a, UPLO=uplo)
+            return (xp.linalg.eigvalsh(a, UPLO=uplo),)
+        w, v = xp.linalg.eigh(a, UPLO=uplo)
         return w, v
 
     def backward(self, gL, gV):
@@ -587,35 +592,37 @@ def eigvalsh(A: Tensor, UPLO: str = "L") -> Tensor:
     _check_uplo(UPLO)
     if _needs_grad(A):
         return _apply_multi(LinalgEighBackward0, (A,), (UPLO, True))[0]
-    return _make(np.linalg.eigvalsh(A._data, UPLO=UPLO))
+    return _make(xp_of(A._data).linalg.eigvalsh(A._data, UPLO=UPLO))
 
 
 # --------------------------------------------------------------------------- pinv, lstsq
 
-def _tolerance(s: np.ndarray, shape: tuple, atol, rtol) -> np.ndarray:
+def _tolerance(s, shape: tuple, atol, rtol):
     """max(atol, rtol * largest singular value), with torch's defaults for missing ones."""
+    xp = xp_of(s)
     if isinstance(atol, Tensor):
         atol = atol._data
     if isinstance(rtol, Tensor):
         rtol = rtol._data
     if rtol is None:
-        rtol = 0.0 if (atol is not None and np.any(np.asarray(atol) > 0)) else \
-            np.finfo(s.dtype).eps * max(shape[-2:])
+        rtol = 0.0 if (atol is not None and bool((xp.asarray(atol) > 0).any())) else \
+            host.finfo(s.dtype).eps * max(shape[-2:])
     if atol is None:
         atol = 0.0
-    smax = s.max(axis=-1, keepdims=True) if s.shape[-1] else np.zeros(s.shape[:-1] + (1,),
+    smax = s.max(axis=-1, keepdims=True) if s.shape[-1] else xp.zeros(s.shape[:-1] + (1,),
                                                                          s.dtype)
-    atol = np.asarray(atol)[..., None] if np.ndim(atol) else atol
-    rtol = np.asarray(rtol)[..., None] if np.ndim(rtol) else rtol
-    return np.maximum(atol, rtol * smax)
+    atol = xp.asarray(atol)[..., None] if getattr(atol, "ndim", 0) else atol
+    rtol = xp.asarray(rtol)[..., None] if getattr(rtol, "ndim", 0) else rtol
+    return xp.maximum(atol, rtol * smax)
 
 
-def _pinv_array(a: np.ndarray, atol, rtol) -> np.ndarray:
-    u, s, vh = np.linalg.svd(a, full_matrices=False)
+def _pinv_array(a, atol, rtol):
+    xp = xp_of(a)
+    u, s, vh = xp.linalg.svd(a, full_matrices=False)
     keep = s > _tolerance(s, a.shape, atol, rtol)
-    with np.errstate(divide="ignore"):
-        s_inv = np.where(keep, 1 / np.where(keep, s, 1), 0).astype(a.dtype)
-    return np.matmul(np.swapaxes(vh, -1, -2) * s_inv[..., None, :], np.swapaxes(u, -1, -2))
+    with xp.errstate(divide="ignore"):
+        s_inv = xp.where(keep, 1 / xp.where(keep, s, 1), 0).astype(a.dtype)
+    return (vh.swapaxes(-1, -2) * s_inv[..., None, :]) @ u.swapaxes(-1, -2)
 
 
 def _pinv_backward(grad: Tensor, pinvA: Tensor, A: Tensor) -> Tensor:
@@ -642,7 +649,7 @@ class LinalgPinvBackward0(Op):
 
     def forward(self, a, atol, rtol, hermitian):
         if a.size == 0:
-            return np.zeros(a.shape[:-2] + (a.shape[-1], a.shape[-2]), dtype=a.dtype)
+            return xp_of(a).zeros(a.shape[:-2] + (a.shape[-1], a.shape[-2]), dtype=a.dtype)
         return _pinv_array(a, atol, rtol)
 
     def backward(self, grad):
@@ -670,13 +677,14 @@ class LinalgLstsqBackward0(_MultiOutputOp):
 
     def forward(self, a, b, vector, rcond, want_residuals):
         self.vector = vector
+        xp = xp_of(a)
         bb = b[..., None] if vector else b
-        x = np.matmul(_pinv_array(a, None, rcond), bb) if a.size else \
-            np.zeros(a.shape[:-2] + (a.shape[-1], bb.shape[-1]), dtype=a.dtype)
-        residuals = np.zeros((0,), dtype=a.dtype)
+        x = _pinv_array(a, None, rcond) @ bb if a.size else \
+            xp.zeros(a.shape[:-2] + (a.shape[-1], bb.shape[-1]), dtype=a.dtype)
+        residuals = xp.zeros((0,), dtype=a.dtype)
         if want_residuals:
-            r = np.matmul(a, x) - bb
-            residuals = np.sum(r * r, axis=-2)
+            r = a @ x - bb
+            residuals = (r * r).sum(axis=-2)
             residuals = residuals[..., 0] if vector else residuals
         return (x[..., 0] if vector else x), residuals
 
@@ -715,15 +723,16 @@ def lstsq(A: Tensor, B: Tensor, rcond=None, *, driver=None):
                            "torch.linalg.lstsq: input.size(-2) should match other.size(-1)")
     driver = driver or "gelsy"
     if rcond is None:
-        rcond = np.finfo(a.dtype).eps * max(a.shape[-2:])
-    s = np.linalg.svd(a, compute_uv=False) if a.size else np.zeros(a.shape[:-2] + (0,), a.dtype)
-    rank = np.asarray(np.sum(s > _tolerance(s, a.shape, 0.0, rcond), axis=-1), dtype=np.int64)
+        rcond = host.finfo(a.dtype).eps * max(a.shape[-2:])
+    xp = xp_of(a)
+    s = xp.linalg.svd(a, compute_uv=False) if a.size else xp.zeros(a.shape[:-2] + (0,), a.dtype)
+    rank = xp.asarray((s > _tolerance(s, a.shape, 0.0, rcond)).sum(axis=-1), dtype=host.int64)
     m, n = a.shape[-2:]
-    want_residuals = driver != "gelsy" and m > n and bool(np.all(rank == n))
+    want_residuals = driver != "gelsy" and m > n and bool((rank == n).all())
     X, residuals = _apply_multi(LinalgLstsqBackward0, (A, B), (vector, rcond, want_residuals))
-    svals = s if driver in ("gelsd", "gelss") else np.zeros((0,), dtype=a.dtype)
+    svals = s if driver in ("gelsd", "gelss") else xp.zeros((0,), dtype=a.dtype)
     if driver == "gels":
-        rank = np.zeros((0,), dtype=np.int64)
+        rank = xp.zeros((0,), dtype=host.int64)
     return lstsq_result(X, residuals, _make(rank), _make(svals))
 
 
@@ -736,7 +745,8 @@ def matrix_power(A: Tensor, n: int) -> Tensor:
                            "dimensions.")
     _check(A, "linalg.matrix_power", floating=False)
     if n == 0:
-        eye = _make(np.broadcast_to(np.eye(A._data.shape[-1], dtype=A._data.dtype),
+        xp = xp_of(A._data)
+        eye = _make(xp.broadcast_to(xp.eye(A._data.shape[-1], dtype=A._data.dtype),
                                     A._data.shape))
         return A.clone().copy_(eye)
     if n < 0:
@@ -770,13 +780,14 @@ def matrix_rank(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False,
         raise RuntimeError("This function doesn't handle types other than float and double")
     if tol is not None:
         atol, rtol = tol, 0.0
+    xp = xp_of(a)
     if hermitian:
-        s = np.abs(np.linalg.eigvalsh(a)) if a.size else np.zeros(a.shape[:-1], a.dtype)
+        s = abs(xp.linalg.eigvalsh(a)) if a.size else xp.zeros(a.shape[:-1], a.dtype)
     else:
-        s = np.linalg.svd(a, compute_uv=False) if a.size else \
-            np.zeros(a.shape[:-2] + (0,), a.dtype)
-    return _make(np.asarray(np.sum(s > _tolerance(s, a.shape, atol, rtol), axis=-1),
-                            dtype=np.int64))
+        s = xp.linalg.svd(a, compute_uv=False) if a.size else \
+            xp.zeros(a.shape[:-2] + (0,), a.dtype)
+    return _make(xp.asarray((s > _tolerance(s, a.shape, atol, rtol)).sum(axis=-1),
+                            dtype=host.int64))
 
 
 # --------------------------------------------------------------------------- norms

@@ -1,12 +1,13 @@
 """Random number generation: ``Generator``, ``manual_seed``, ``seed``, RNG state.
 
 ember draws from NumPy's PCG64, so seeded streams are reproducible within ember but are not
-the same numbers torch's Mersenne Twister gives for the same seed.
+the same numbers torch's Mersenne Twister gives for the same seed. Generators live on the host
+for every device: draws are copied to a device tensor's backend (the same numbers on any).
 """
 
 from __future__ import annotations
 
-import numpy as np
+from ._backend import host
 
 DEFAULT_SEED = 67280421310721  # torch's default seed
 
@@ -20,9 +21,10 @@ class Generator:
         self.device = device
 
     @property
-    def _rng(self) -> np.random.Generator:
+    def _rng(self):
+        """The host generator (``numpy.random.Generator``) that draws for this one."""
         if self._bits is None:
-            self._bits = np.random.Generator(np.random.PCG64(self._seed & 0xFFFFFFFFFFFFFFFF))
+            self._bits = host.random.Generator(host.random.PCG64(self._seed & 0xFFFFFFFFFFFFFFFF))
         return self._bits
 
     def manual_seed(self, seed: int) -> Generator:
@@ -32,7 +34,7 @@ class Generator:
         return self
 
     def seed(self) -> int:
-        s = int(np.random.SeedSequence().entropy) & 0xFFFFFFFFFFFFFFFF
+        s = int(host.random.SeedSequence().entropy) & 0xFFFFFFFFFFFFFFFF
         self.manual_seed(s)
         return s
 
@@ -44,13 +46,13 @@ class Generator:
 
         from ._tensor import _make
         raw = pickle.dumps((self._seed, self._rng.bit_generator.state))
-        return _make(np.frombuffer(raw, dtype=np.uint8).copy())
+        return _make(host.frombuffer(raw, dtype=host.uint8).copy())  # a CPU tensor, as torch
 
     def set_state(self, state) -> Generator:
         import pickle
 
-        self._seed, bg_state = pickle.loads(state.numpy().tobytes())
-        self._bits = np.random.Generator(np.random.PCG64())
+        self._seed, bg_state = pickle.loads(state.cpu().numpy().tobytes())
+        self._bits = host.random.Generator(host.random.PCG64())
         self._bits.bit_generator.state = bg_state
         return self
 
@@ -79,5 +81,6 @@ def set_rng_state(new_state) -> None:
     default_generator.set_state(new_state)
 
 
-def rng(generator: Generator | None) -> np.random.Generator:
+def rng(generator: Generator | None):
+    """The host generator to draw from: ``generator``'s, or the default one's."""
     return (generator or default_generator)._rng

@@ -24,14 +24,14 @@ import io
 import os
 import pickle
 import struct
+import sys
 import tempfile
 import uuid
 import warnings
 import zipfile
 from typing import Any, BinaryIO, ClassVar
 
-import numpy as np
-
+from ._backend import data_ptr, host, is_array, to_device_array, to_host, xp_of
 from ._backend import dtypes as _dt
 from ._backend.device import device as _device
 from ._backend.device import to_device as _to_device
@@ -50,8 +50,8 @@ _STORAGE_OF = {
     "int64": "LongStorage", "int32": "IntStorage", "int16": "ShortStorage",
     "int8": "CharStorage", "uint8": "ByteStorage", "bool": "BoolStorage",
 }
-_NP_OF_STORAGE = {name: np.dtype(dt) for dt, name in _STORAGE_OF.items()}
-_NP_OF_STORAGE["UntypedStorage"] = np.dtype(np.uint8)
+_NP_OF_STORAGE = {name: host.dtype(dt) for dt, name in _STORAGE_OF.items()}
+_NP_OF_STORAGE["UntypedStorage"] = host.dtype(host.uint8)
 _BFLOAT16 = "BFloat16Storage"  # no NumPy dtype: loaded as float32 (exact), with a warning
 _UNSUPPORTED_STORAGES = ("ComplexFloatStorage", "ComplexDoubleStorage", "QInt8Storage",
                          "QUInt8Storage", "QInt32Storage", "QUInt4x2Storage",
@@ -99,17 +99,15 @@ _TORCH_SIZE = _Global("torch", "Size")
 _TORCH_DEVICE = _Global("torch", "device")
 
 
-def _root(arr: np.ndarray) -> np.ndarray:
-    while isinstance(arr.base, np.ndarray):
-        arr = arr.base
+def _root(arr):
+    """The array (of any backend) that owns ``arr``'s memory."""
+    base = arr.base
+    while base is not None and is_array(base):
+        arr, base = base, base.base
     return arr
 
 
-def _address(arr: np.ndarray) -> int:
-    return arr.__array_interface__["data"][0]
-
-
-def _flat_memory(root: np.ndarray) -> np.ndarray | None:
+def _flat_memory(root):
     """The root array's memory as a 1-D array (a view), or None if it isn't one block."""
     if root.flags.c_contiguous:
         return root.reshape(-1)
@@ -138,8 +136,9 @@ class _TorchPickler(pickle._Pickler):
 
     def __init__(self, file, protocol: int):
         super().__init__(file, protocol=protocol)
-        self.storages: list[np.ndarray] = []  # flat arrays, by key
-        self._by_root: dict[tuple[int, str], tuple[_StorageRef, np.ndarray]] = {}
+        self.storages: list = []  # flat host arrays, by key
+        # (address, bytes, dtype) of a root's memory -> (its storage, the root, kept alive)
+        self._by_root: dict[tuple[int, int, str], tuple] = {}
 
     def _save_global_marker(self, obj: _Global) -> None:
         self.write(pickle.GLOBAL + f"{obj.module}\n{obj.name}\n".encode("ascii"))
@@ -166,7 +165,7 @@ class _TorchPickler(pickle._Pickler):
             return (_TORCH_DEVICE, (str(obj),))
         return NotImplemented
 
-    def _new_storage(self, flat: np.ndarray) -> _StorageRef:
+    def _new_storage(self, flat) -> _StorageRef:
         name = _STORAGE_OF.get(flat.dtype.name)
         if name is None:
             raise TypeError(f"ember.save: can't save a tensor of NumPy dtype {flat.dtype}")
@@ -174,32 +173,36 @@ class _TorchPickler(pickle._Pickler):
         self.storages.append(flat)
         return ref
 
-    def _storage_view(self, arr: np.ndarray):
-        """(storage, offset, stride) of ``arr`` inside its base array's memory, or None."""
+    def _storage_view(self, arr):
+        """(storage, offset, stride) of ``arr`` inside its base array's memory, or None.
+
+        The storage is a host copy of the base's memory (the memory itself for NumPy), made
+        once per base, so tensors viewing one device array share one storage, as in torch."""
         root = _root(arr)
         flat = _flat_memory(root)
         item = arr.itemsize
         if flat is None or arr.size == 0 or flat.nbytes % item:
             return None
-        start = _address(arr) - _address(flat)
+        start = data_ptr(arr) - data_ptr(flat)
         if start % item or any(s < 0 or s % item for s in arr.strides):
             return None  # (negative or odd strides: torch has no such tensors; save a copy)
-        key = (id(root), arr.dtype.str)
+        key = (data_ptr(flat), flat.nbytes, arr.dtype.str)
         hit = self._by_root.get(key)
         if hit is None:
-            typed = flat.view(np.uint8).view(arr.dtype) if flat.dtype != arr.dtype else flat
+            flat = to_host(flat)
+            typed = flat.view(host.uint8).view(arr.dtype) if flat.dtype != arr.dtype else flat
             hit = (self._new_storage(typed), root)  # keeps root alive, so its id stays unique
             self._by_root[key] = hit
         return hit[0], start // item, tuple(s // item for s in arr.strides)
 
     def _reduce_tensor(self, t: Tensor):
-        arr = t._data
         if type(t) is not Tensor and type(t).__name__ == "Parameter":
-            plain = _make(arr)  # torch: _rebuild_parameter(<the data as a tensor>, ...)
+            plain = _make(t._data)  # torch: _rebuild_parameter(<the data as a tensor>, ...)
             return (_REBUILD_PARAMETER, (plain, t._requires_grad, collections.OrderedDict()))
+        arr = t._data
         view = self._storage_view(arr)
         if view is None:
-            copy = np.ascontiguousarray(arr).reshape(-1)
+            copy = host.ascontiguousarray(to_host(arr)).reshape(-1)
             view = (self._new_storage(copy), 0, _contiguous_strides(arr.shape))
         storage, offset, stride = view
         args = (storage, offset, tuple(arr.shape), stride, t._requires_grad,
@@ -229,13 +232,13 @@ def _write_record(zf: zipfile.ZipFile, fh: BinaryIO, name: str, data) -> None:
         out.write(data)
 
 
-def _little_endian_bytes(flat: np.ndarray) -> np.ndarray:
-    if flat.dtype.byteorder == ">" or (flat.dtype.byteorder == "=" and np.little_endian is False):
+def _little_endian_bytes(flat):
+    if flat.dtype.byteorder == ">" or (flat.dtype.byteorder == "=" and sys.byteorder == "big"):
         flat = flat.astype(flat.dtype.newbyteorder("<"))
-    return np.ascontiguousarray(flat).view(np.uint8)
+    return host.ascontiguousarray(flat).view(host.uint8)
 
 
-def _write_zip(fh: BinaryIO, pickled: bytes, storages: list[np.ndarray]) -> None:
+def _write_zip(fh: BinaryIO, pickled: bytes, storages: list) -> None:
     prefix = _ARCHIVE + "/"
     with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
         _write_record(zf, fh, prefix + "data.pkl", pickled)
@@ -318,7 +321,7 @@ class _StorageType:
 
     __slots__ = ("dtype", "name")
 
-    def __init__(self, name: str, dtype: np.dtype | None):
+    def __init__(self, name: str, dtype):
         self.name, self.dtype = name, dtype
 
     def __repr__(self) -> str:
@@ -326,11 +329,12 @@ class _StorageType:
 
 
 class _Storage:
-    """A loaded storage: one flat array that every tensor rebuilt from it views."""
+    """A loaded storage: one flat array (of any backend) that every tensor rebuilt from it
+    views."""
 
     __slots__ = ("array",)
 
-    def __init__(self, array: np.ndarray):
+    def __init__(self, array):
         self.array = array
 
 
@@ -342,7 +346,7 @@ def _check_ints(name: str, value, what: str) -> tuple[int, ...]:
     return tuple(value)
 
 
-def _view(storage, storage_offset, size, stride) -> np.ndarray:
+def _view(storage, storage_offset, size, stride):
     """The tensor's array: a bounds-checked strided view into the storage's array."""
     if not isinstance(storage, _Storage):
         raise _corrupt(f"expected a storage, but got "
@@ -357,18 +361,23 @@ def _view(storage, storage_offset, size, stride) -> np.ndarray:
         raise _corrupt(f"{len(size)} sizes but "
                            f"{len(stride)} strides")
     if 0 in size:
-        return np.empty(size, dtype=flat.dtype)
+        return xp_of(flat).empty(size, dtype=flat.dtype)
     last = storage_offset + sum((n - 1) * s for n, s in zip(size, stride))
     if last >= flat.size:
         raise _corrupt(f"a tensor of size {list(size)}, "
                            f"stride {list(stride)} and offset {storage_offset} needs "
                            f"{last + 1} elements, but its storage has {flat.size}")
     item = flat.itemsize
-    return np.ndarray(size, dtype=flat.dtype, buffer=flat, offset=storage_offset * item,
-                      strides=tuple(s * item for s in stride))
+    strides = tuple(s * item for s in stride)
+    xp = xp_of(flat)
+    if xp is not host:  # a storage mapped to a device
+        return xp.lib.stride_tricks.as_strided(flat[storage_offset:], size, strides)
+    # (not as_strided: an ndarray on the buffer keeps flat as its base, so a re-save shares it)
+    return host.ndarray(size, dtype=flat.dtype, buffer=flat, offset=storage_offset * item,
+                        strides=strides)
 
 
-def _tensor_from(arr: np.ndarray, requires_grad) -> Tensor:
+def _tensor_from(arr, requires_grad) -> Tensor:
     t = _make(arr)
     if requires_grad:
         t.requires_grad_(True)
@@ -430,7 +439,7 @@ def _safe_globals() -> dict[tuple[str, str], Any]:
         allowed[("torch", name)] = _StorageType(name, np_dtype)
         allowed[("torch.storage", name)] = allowed[("torch", name)]
     allowed[("torch", _BFLOAT16)] = _StorageType(_BFLOAT16, None)
-    allowed[("torch.storage", "TypedStorage")] = _StorageType("UntypedStorage", np.dtype("u1"))
+    allowed[("torch.storage", "TypedStorage")] = _StorageType("UntypedStorage", host.dtype("u1"))
     for d in _dt.DTYPES:
         allowed[("torch", d.name)] = d
     return allowed
@@ -441,8 +450,8 @@ _SAFE = _safe_globals()
 
 def _unsafe_extras() -> dict[tuple[str, str], Any]:
     """``weights_only=False`` adds NumPy arrays and scalars: data, still no code."""
-    from numpy._core import multiarray
-    extra = {("numpy", "ndarray"): np.ndarray, ("numpy", "dtype"): np.dtype}
+    multiarray = host._core.multiarray
+    extra = {("numpy", "ndarray"): host.ndarray, ("numpy", "dtype"): host.dtype}
     for mod in ("numpy.core.multiarray", "numpy._core.multiarray"):
         extra[(mod, "_reconstruct")] = multiarray._reconstruct
         extra[(mod, "scalar")] = multiarray.scalar
@@ -508,7 +517,7 @@ class _RestrictedUnpickler(pickle._Unpickler):
     def _load_build(self):
         state = self.stack.pop()
         inst = self.stack[-1]
-        if isinstance(inst, (np.ndarray, np.dtype)) and ("numpy", "ndarray") in self._allowed:
+        if isinstance(inst, (host.ndarray, host.dtype)) and ("numpy", "ndarray") in self._allowed:
             inst.__setstate__(state)
             return
         if isinstance(state, tuple) and len(state) == 2 and state[1] is None:
@@ -586,8 +595,8 @@ def _unpickle(data, allowed: dict, persistent_load=None, what: str = "data.pkl")
                            "checkpoint") from e
 
 
-def _bfloat16_to_float32(bits: np.ndarray) -> np.ndarray:
-    return (bits.astype(np.uint32) << 16).view(np.float32)
+def _bfloat16_to_float32(bits):
+    return (bits.astype(host.uint32) << 16).view(host.float32)
 
 
 class _Locations:
@@ -597,7 +606,9 @@ class _Locations:
         self.map_location = map_location
         self.widened_bfloat16 = False
 
-    def restore(self, array: np.ndarray, location) -> np.ndarray:
+    def restore(self, array, location):
+        """The storage's host ``array`` where it belongs: the CPU unless ``map_location``
+        names another device."""
         ml = self.map_location
         if not isinstance(location, str):
             raise _corrupt(f"bad storage location "
@@ -620,16 +631,15 @@ class _Locations:
         return self._check(array, location if ml is None else ml)
 
     @staticmethod
-    def _check(array: np.ndarray, target) -> np.ndarray:
+    def _check(array, target):
         dev = target if isinstance(target, _device) else _device(str(target))
         if dev.type == "cuda":
             raise RuntimeError(_CUDA_ERROR)
-        _to_device(dev)
-        return array
+        return to_device_array(array, _to_device(dev))
 
 
-def _fill(array: np.ndarray, reader, what: str) -> None:
-    view = memoryview(array.view(np.uint8).reshape(-1))
+def _fill(array, reader, what: str) -> None:
+    view = memoryview(array.view(host.uint8).reshape(-1))
     got = 0
     while got < view.nbytes:
         n = reader.readinto(view[got:])
@@ -639,14 +649,15 @@ def _fill(array: np.ndarray, reader, what: str) -> None:
         got += n
 
 
-def _storage_array(type_: _StorageType, numel) -> tuple[np.ndarray, bool]:
+def _storage_array(type_: _StorageType, numel) -> tuple:
+    """An empty host array for a storage's bytes, and whether they are bfloat16 bits."""
     if not isinstance(type_, _StorageType):
         raise _corrupt(f"bad storage type {type_!r}")
     if type(numel) is not int or numel < 0:
         raise _corrupt(f"bad storage size {numel!r}")
     if type_.dtype is None:  # bfloat16: read the bits, widen to float32 (exact)
-        return np.empty(numel, dtype=np.uint16), True
-    return np.empty(numel, dtype=type_.dtype), False
+        return host.empty(numel, dtype=host.uint16), True
+    return host.empty(numel, dtype=type_.dtype), False
 
 
 def _load_zip(zf: zipfile.ZipFile, locations: _Locations, allowed: dict):
@@ -684,7 +695,7 @@ def _load_zip(zf: zipfile.ZipFile, locations: _Locations, allowed: dict):
                                f"elements needs {array.nbytes}")
         with zf.open(info) as reader:
             _fill(array, reader, name)
-        if byteorder != ("little" if np.little_endian else "big"):
+        if byteorder != sys.byteorder:
             array.byteswap(inplace=True)
         if bf16:
             locations.widened_bfloat16 = True
@@ -708,7 +719,7 @@ def _load_legacy(fh: BinaryIO, locations: _Locations, allowed: dict):
         raise RuntimeError(f"ember.load: invalid protocol version: {protocol}")
     sys_info = _unpickle(fh, {}, what="the header")
     little = sys_info.get("little_endian", True) if isinstance(sys_info, dict) else True
-    roots: dict[str, tuple[np.ndarray, str]] = {}
+    roots: dict[str, tuple] = {}  # key -> (host array, location)
     views: dict[str, _Storage] = {}
 
     def persistent_load(pid):
@@ -752,11 +763,12 @@ def _load_legacy(fh: BinaryIO, locations: _Locations, allowed: dict):
             raise _corrupt(f"storage {key} has {numel} "
                                f"elements, expected {array.size}")
         _fill(array, fh, f"storage {key}")
-        if little != np.little_endian:
+        if little != (sys.byteorder == "little"):
             array.byteswap(inplace=True)
         if locations.restore(array, location) is not array:
-            raise RuntimeError("ember.load: map_location callables that return a new storage "
-                               "are not supported for torch's legacy format")
+            raise RuntimeError("ember.load: a map_location that moves storages (to a device, "
+                               "or a callable returning a new storage) is not supported for "
+                               "torch's legacy format; load onto the CPU, then move tensors")
     return result
 
 
@@ -856,7 +868,7 @@ def save_safetensors(tensors: dict, path, metadata: dict | None = None) -> None:
             raise TypeError(f"save_safetensors: {key!r} is a {type(value).__name__}, "
                             "not a Tensor")
         # (ascontiguousarray makes 0-d arrays 1-d: the reshape restores the shape)
-        arrays[key] = np.ascontiguousarray(value._data).reshape(value._data.shape)
+        arrays[key] = host.ascontiguousarray(to_host(value._data)).reshape(value._data.shape)
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp",
@@ -877,12 +889,12 @@ def save_safetensors(tensors: dict, path, metadata: dict | None = None) -> None:
 def load_safetensors(path, device="cpu") -> dict[str, Tensor]:
     """Read a ``.safetensors`` file into a dict of ember tensors (``safetensors`` package)."""
     st = _safetensors_numpy()
-    _to_device(device)
+    dev = _to_device(device)
     arrays = st.load_file(os.fspath(path))
     out = {}
     for key, arr in arrays.items():
         if not arr.flags.writeable or not arr.flags.c_contiguous:
-            arr = np.array(arr, order="C")
+            arr = host.array(arr, order="C")
         _dt.from_numpy_dtype(arr.dtype)  # torch's error for dtypes ember lacks
-        out[key] = _make(arr)
+        out[key] = _make(to_device_array(arr, dev))
     return out

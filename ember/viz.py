@@ -16,7 +16,7 @@ import subprocess
 import sys
 import sysconfig
 
-__all__ = ["Digraph", "RendererNotFoundError", "make_dot", "summary"]
+__all__ = ["Digraph", "RendererNotFoundError", "make_dot", "print_graph", "summary"]
 
 # torchviz's look: filled boxes in a small monospace font
 NODE_ATTR = {"style": "filled", "shape": "box", "align": "left", "fontsize": "10",
@@ -307,7 +307,7 @@ def summary(model, input_size, batch_size: int = -1, dtypes=None) -> str:
     Unlike torchsummary, every parameter is counted (not only ``weight`` and ``bias``),
     shared parameters once, and sizes use each tensor's real element size.
     """
-    import numpy as np
+    import math
 
     import ember
     if isinstance(input_size, tuple) or (isinstance(input_size, list) and input_size
@@ -349,7 +349,7 @@ def summary(model, input_size, batch_size: int = -1, dtypes=None) -> str:
     trainable = sum(p.numel() for p in params if p.requires_grad)
     batch = abs(batch_size)
     mb = 1024.0 ** 2
-    input_mb = sum(int(np.prod(s)) * t.element_size() for s, t in zip(input_size, inputs)) \
+    input_mb = sum(math.prod(s) * t.element_size() for s, t in zip(input_size, inputs)) \
         * batch / mb
     output_mb = 2.0 * sum(r[3] for r in rows) * batch / mb   # x2 for gradients
     params_mb = sum(p.numel() * p.element_size() for p in params) / mb
@@ -371,3 +371,72 @@ def summary(model, input_size, batch_size: int = -1, dtypes=None) -> str:
     text = "\n".join(lines) + "\n"
     print(text)
     return text
+
+
+def print_graph(output, file=None, params: dict | None = None) -> None:
+    """Print the backward graph of ``output`` (a tensor, a ``grad_fn``, or a tuple/list of
+    them) as an indented tree, inputs in ``next_functions`` order. A leaf shows its name
+    from ``params`` (``dict(model.named_parameters())``) and its shape; a node reached again
+    is marked ``[#k]`` where first drawn and referenced as ``[#k] (shown above)`` afterwards.
+    Iterative, so any depth works: every 32 levels the indentation wraps to the left margin."""
+    from ._tensor import Tensor
+    from .autograd.graph import AccumulateGrad, Node
+
+    names = {id(v): k for k, v in (params or {}).items()}
+    roots = []
+    for out in output if isinstance(output, (tuple, list)) else (output,):
+        if isinstance(out, Tensor):
+            if out.grad_fn is None:
+                state = "a leaf that requires grad" if out.requires_grad else \
+                    "does not require grad"
+                roots.append(f"<tensor of shape {tuple(out.shape)}: no grad_fn, {state}>")
+                continue
+            out = out.grad_fn
+        roots.append(out)
+
+    # nodes reached along more than one edge get a reference number
+    seen_once, shared, stack = set(), {}, [r for r in roots if isinstance(r, Node)]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen_once:
+            shared.setdefault(id(node), 0)
+            continue
+        seen_once.add(id(node))
+        stack.extend(n for n, _ in node.next_functions or () if n is not None)
+
+    def label(node) -> str:
+        name = type(node).__name__
+        if isinstance(node, AccumulateGrad):
+            var = node.variable
+            shape = tuple(var.shape)
+            name += f" ({names[id(var)]}: {shape})" if id(var) in names else f" ({shape})"
+        return name
+
+    write = (file if file is not None else sys.stdout).write
+    refs: dict[int, int] = {}
+    wrap = 32
+    # (node, prefix of this line, prefix for its children, depth)
+    stack = [(r, "", "", 0) for r in reversed(roots)]
+    while stack:
+        node, prefix, child_prefix, depth = stack.pop()
+        if isinstance(node, str):
+            write(node + "\n")
+            continue
+        text = label(node)
+        key = id(node)
+        if key in shared:
+            if key in refs:
+                write(f"{prefix}{text} [#{refs[key]}] (shown above)\n")
+                continue
+            refs[key] = len(refs) + 1
+            text += f" [#{refs[key]}]"
+        write(prefix + text + "\n")
+        children = [n for n, _ in node.next_functions or () if n is not None]
+        if children and (depth + 1) % wrap == 0:
+            write(f"{child_prefix}└─ ... (depth {depth + 1} continues at the left margin)\n")
+            stack.extend((n, "", "", depth + 1) for n in reversed(children))
+            continue
+        for i in range(len(children) - 1, -1, -1):
+            last = i == len(children) - 1
+            stack.append((children[i], child_prefix + ("└─ " if last else "├─ "),
+                          child_prefix + ("   " if last else "│  "), depth + 1))

@@ -12,6 +12,8 @@ lambda is the spec for both. Samples list the inputs:
 * anything else (a Python number, None): passed through as is.
 
 Keyword arguments of a sample go to ``fn`` as keywords. This module does not import torch.
+Tensor inputs are made on the module's default device (``EMBER_TEST_DEVICE=strict`` runs the
+table on the strict backend); results are compared through ``.detach().cpu().numpy()``.
 """
 
 from __future__ import annotations
@@ -82,9 +84,10 @@ class Spec:
             return s[:-1] + (2 * s[-1],)
         return s
 
-    def view(self, base: np.ndarray) -> np.ndarray:
+    def view(self, base):
+        """This layout's view of ``base`` (an array or a tensor)."""
         if self.layout == "T":
-            return np.swapaxes(base, -1, -2)
+            return base.swapaxes(-1, -2)
         if self.layout == "step":
             return base[..., ::2]
         return base
@@ -152,8 +155,12 @@ class Input:
     spec: Spec
 
     def tensor(self, m, requires_grad: bool = False):
-        """A fresh tensor of module ``m`` (ember or torch) with this input's values and strides."""
+        """A fresh tensor of module ``m`` (ember or torch) with this input's values and strides,
+        on ``m``'s default device (the base is copied there and the same view taken of it)."""
         t = m.from_numpy(self.spec.view(self.base.copy()))
+        device = m.get_default_device()
+        if t.device != device:
+            t = self.spec.view(m.from_numpy(self.base.copy()).to(device)).detach()
         return t.requires_grad_() if requires_grad else t
 
 
@@ -693,7 +700,7 @@ def assert_close(e, t, what: str = "value", grad: bool = False, tol_dtype=None) 
     assert dtype_name(e) == dtype_name(t), f"{what} dtype: ember {e.dtype}, torch {t.dtype}"
     assert tuple(e.shape) == tuple(t.shape), \
         f"{what} shape: ember {tuple(e.shape)}, torch {tuple(t.shape)}"
-    ea, ta = e.detach().numpy(), t.detach().numpy()
+    ea, ta = e.detach().cpu().numpy(), t.detach().cpu().numpy()
     if ta.dtype.kind == "f":
         rtol, atol = (GRAD_TOLERANCES if grad else TOLERANCES)[tol_dtype or ta.dtype.name]
         np.testing.assert_allclose(ea, ta, rtol=rtol, atol=atol, equal_nan=True,

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:Using padding='same'")
 
 
 def _load(em, tm):
-    em.load_state_dict({k: ember.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
+    em.load_state_dict({k: ember.tensor(v.detach().cpu().numpy()) for k, v in tm.state_dict().items()})
 
 
 def _check_layer(torch, name, args, kwargs, shape, fwd_kwargs=None, rtol=1e-5, atol=1e-5,
@@ -35,18 +35,18 @@ def _check_layer(torch, name, args, kwargs, shape, fwd_kwargs=None, rtol=1e-5, a
     ty, ey = tm(tx, **fwd_kwargs), em(ex, **fwd_kwargs)
     if isinstance(ty, tuple):
         assert isinstance(ey, tuple)
-        np.testing.assert_array_equal(ey[1].numpy(), ty[1].numpy())
+        np.testing.assert_array_equal(ey[1].cpu().numpy(), ty[1].cpu().numpy())
         assert ey[1].dtype == ember.int64
         ty, ey = ty[0], ey[0]
     assert tuple(ey.shape) == tuple(ty.shape)
-    np.testing.assert_allclose(ey.detach().numpy(), ty.detach().numpy(), rtol=rtol, atol=atol)
+    np.testing.assert_allclose(ey.detach().cpu().numpy(), ty.detach().cpu().numpy(), rtol=rtol, atol=atol)
     gn = np.random.default_rng(seed + 1).standard_normal(tuple(ty.shape)).astype(np.float32)
     ty.backward(torch.tensor(gn))
     ey.backward(ember.tensor(gn))
-    np.testing.assert_allclose(ex.grad.numpy(), tx.grad.numpy(), rtol=rtol, atol=atol)
+    np.testing.assert_allclose(ex.grad.cpu().numpy(), tx.grad.cpu().numpy(), rtol=rtol, atol=atol)
     tparams = dict(tm.named_parameters())
     for k, p in em.named_parameters():
-        np.testing.assert_allclose(p.grad.numpy(), tparams[k].grad.numpy(), rtol=rtol,
+        np.testing.assert_allclose(p.grad.cpu().numpy(), tparams[k].grad.cpu().numpy(), rtol=rtol,
                                    atol=atol, err_msg=k)
     return em, tm
 
@@ -122,8 +122,8 @@ def test_conv_double_precision(torch):
     assert em.weight.dtype == ember.float64 and em.bias.dtype == ember.float64
     _load(em, tm)
     x = np.random.default_rng(0).standard_normal((1, 2, 5, 5))
-    np.testing.assert_allclose(em(ember.tensor(x)).detach().numpy(),
-                               tm(torch.tensor(x)).detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(em(ember.tensor(x)).detach().cpu().numpy(),
+                               tm(torch.tensor(x)).detach().cpu().numpy(), rtol=1e-12)
 
 
 @pytest.mark.parametrize("name,args,kwargs", [
@@ -158,15 +158,15 @@ def _as_tuple(v):
 def test_conv_default_init_is_torchs(torch, name, args):
     em = getattr(nn, name)(*args)
     tm = getattr(torch.nn, name)(*args)
-    w = em.weight.detach().numpy()
+    w = em.weight.detach().cpu().numpy()
     fan_in = tm.weight.shape[1] * math.prod(tm.weight.shape[2:])
     bound = 1 / math.sqrt(fan_in)  # kaiming_uniform_(a=sqrt(5)): gain*sqrt(3/fan_in)
     assert np.abs(w).max() <= bound + 1e-7
     assert np.abs(w).max() > 0.9 * bound
     assert abs(w.std() - bound / math.sqrt(3)) < 0.1 * bound
-    b = em.bias.detach().numpy()
+    b = em.bias.detach().cpu().numpy()
     assert np.abs(b).max() <= bound + 1e-7
-    assert np.abs(tm.bias.detach().numpy()).max() <= bound + 1e-7
+    assert np.abs(tm.bias.detach().cpu().numpy()).max() <= bound + 1e-7
 
 
 def test_conv_padding_mode_repr(torch):

@@ -46,7 +46,7 @@ def test_conv_second_derivatives_match_torch(torch, name, xs, ws, kw):
     t = _second_order(torch, lambda a, b: getattr(torch.nn.functional, name)(a, b, **kw),
                       t_leaves)
     for eg, tg in zip(e, t):
-        np.testing.assert_allclose(eg.numpy(), tg.numpy(), rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(eg.cpu().numpy(), tg.cpu().numpy(), rtol=1e-10, atol=1e-10)
 
 
 def test_conv_backward_twice_with_retained_graph():
@@ -57,7 +57,7 @@ def test_conv_backward_twice_with_retained_graph():
     y = EF.conv2d(x, w, padding=1).sum()
     (g1,) = ember.autograd.grad(y, [w], retain_graph=True)
     (g2,) = ember.autograd.grad(y, [w])
-    np.testing.assert_array_equal(g1.numpy(), g2.numpy())
+    np.testing.assert_array_equal(g1.cpu().numpy(), g2.cpu().numpy())
 
 
 def test_max_pool_nan_and_ties_follow_torch(torch):
@@ -67,8 +67,8 @@ def test_max_pool_nan_and_ties_follow_torch(torch):
         e_val, e_idx = EF.max_pool2d(ember.tensor(a), return_indices=True, **kw)
         t_val, t_idx = torch.nn.functional.max_pool2d(torch.tensor(a), return_indices=True,
                                                       **kw)
-        np.testing.assert_array_equal(e_val.numpy(), t_val.numpy())
-        np.testing.assert_array_equal(e_idx.numpy(), t_idx.numpy())
+        np.testing.assert_array_equal(e_val.cpu().numpy(), t_val.cpu().numpy())
+        np.testing.assert_array_equal(e_idx.cpu().numpy(), t_idx.cpu().numpy())
 
 
 def test_small_cnn_step_matches_torch(torch):
@@ -95,7 +95,7 @@ def test_small_cnn_step_matches_torch(torch):
     e_grads = ember.autograd.grad(e_loss, e_params)
     t_grads = torch.autograd.grad(t_loss, t_params)
     for eg, tg in zip(e_grads, t_grads):
-        np.testing.assert_allclose(eg.numpy(), tg.numpy(), rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(eg.cpu().numpy(), tg.cpu().numpy(), rtol=1e-4, atol=1e-5)
 
 
 def test_pool_indices_are_int64_tuples():

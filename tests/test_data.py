@@ -46,7 +46,7 @@ def same(e, t, torch) -> None:
         assert isinstance(e, ember.Tensor), f"expected a tensor, got {type(e)}"
         assert str(e.dtype) == str(t.dtype)
         assert tuple(e.shape) == tuple(t.shape)
-        np.testing.assert_array_equal(e.numpy(), t.numpy())
+        np.testing.assert_array_equal(e.cpu().numpy(), t.cpu().numpy())
     elif isinstance(t, dict):
         assert type(e) is type(t) and list(e) == list(t)
         for k in t:
@@ -62,7 +62,7 @@ def same(e, t, torch) -> None:
 def to_torch(x, torch):
     """The same sample structure with ember tensors replaced by torch tensors."""
     if isinstance(x, ember.Tensor):
-        return torch.from_numpy(x.numpy().copy())
+        return torch.from_numpy(x.cpu().numpy().copy())
     if isinstance(x, dict):
         return {k: to_torch(v, torch) for k, v in x.items()}
     if isinstance(x, tuple) and hasattr(x, "_fields"):
@@ -142,7 +142,7 @@ def test_tensor_dataset_indexes_along_first_dim():
     ds = TensorDataset(x, y)
     assert len(ds) == 6
     a, b = ds[4]
-    np.testing.assert_array_equal(a.numpy(), [8.0, 9.0])
+    np.testing.assert_array_equal(a.cpu().numpy(), [8.0, 9.0])
     assert b.item() == 4
     assert ds.tensors[0] is x
 
@@ -447,7 +447,7 @@ def test_dataloader_dict_samples_and_getitems(torch):
     batches = list(DataLoader(Batched(), batch_size=4))
     assert calls == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
     assert list(batches[0]) == ["i", "sq"]
-    np.testing.assert_array_equal(batches[2]["i"].numpy(), [8, 9])
+    np.testing.assert_array_equal(batches[2]["i"].cpu().numpy(), [8, 9])
     assert tuple(batches[2]["sq"].shape) == (2, 1)
 
 
@@ -554,8 +554,8 @@ def test_workers_give_the_single_process_batches_in_order():
     multi = list(DataLoader(ds, batch_size=3, num_workers=2))
     assert len(single) == len(multi) == 4
     for (a, b), (c, d) in zip(single, multi):
-        np.testing.assert_array_equal(a.numpy(), c.numpy())
-        np.testing.assert_array_equal(b.numpy(), d.numpy())
+        np.testing.assert_array_equal(a.cpu().numpy(), c.cpu().numpy())
+        np.testing.assert_array_equal(b.cpu().numpy(), d.cpu().numpy())
 
 
 def _record_worker(worker_id):

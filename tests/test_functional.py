@@ -17,7 +17,7 @@ def _close(e, t):
         for a, b in zip(e, t):
             _close(a, b)
         return
-    np.testing.assert_allclose(e.detach().numpy(), t.detach().numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(e.detach().cpu().numpy(), t.detach().cpu().numpy(), rtol=1e-10, atol=1e-12)
 
 
 def _cubic(lib):
@@ -49,7 +49,7 @@ def test_jacobian_create_graph_is_differentiable():
     x = ember.tensor(X, requires_grad=True)
     j = F.jacobian(lambda a: a ** 3, x, create_graph=True)
     j.sum().backward()
-    np.testing.assert_allclose(x.grad.numpy(), 6 * X)
+    np.testing.assert_allclose(x.grad.cpu().numpy(), 6 * X)
 
 
 def test_vjp_without_v_needs_a_scalar_output():
@@ -66,12 +66,12 @@ def test_cat_and_stack_match_torch(torch, dim):
         ta, tb = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
         eo, to = getattr(ember, name)([ea, eb * 2], dim), getattr(torch, name)([ta, tb * 2], dim)
         assert type(eo.grad_fn).__name__ == type(to.grad_fn).__name__
-        np.testing.assert_allclose(eo.detach().numpy(), to.detach().numpy())
+        np.testing.assert_allclose(eo.detach().cpu().numpy(), to.detach().cpu().numpy())
         w = rng.standard_normal(tuple(to.shape))
         (eo * ember.tensor(w)).sum().backward()
         (to * torch.tensor(w)).sum().backward()
-        np.testing.assert_allclose(ea.grad.numpy(), ta.grad.numpy())
-        np.testing.assert_allclose(eb.grad.numpy(), tb.grad.numpy())
+        np.testing.assert_allclose(ea.grad.cpu().numpy(), ta.grad.cpu().numpy())
+        np.testing.assert_allclose(eb.grad.cpu().numpy(), tb.grad.cpu().numpy())
 
 
 def test_cat_and_stack_gradcheck_and_errors():

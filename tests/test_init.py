@@ -54,7 +54,7 @@ def test_bad_mode():
 
 
 def _std(t):
-    return float(np.std(t.detach().numpy()))
+    return float(np.std(t.detach().cpu().numpy()))
 
 
 def test_in_place_under_no_grad_and_returns_tensor():
@@ -70,11 +70,11 @@ def test_in_place_under_no_grad_and_returns_tensor():
 
 def test_simple_fills():
     w = ember.empty(4, 5)
-    assert (init.constant_(w, 0.3).numpy() == np.float32(0.3)).all()
-    assert (init.ones_(w).numpy() == 1).all()
-    assert (init.zeros_(w).numpy() == 0).all()
+    assert (init.constant_(w, 0.3).cpu().numpy() == np.float32(0.3)).all()
+    assert (init.ones_(w).cpu().numpy() == 1).all()
+    assert (init.zeros_(w).cpu().numpy() == 0).all()
     init.uniform_(w, -2, -1)
-    assert ((w.numpy() >= -2) & (w.numpy() < -1)).all()
+    assert ((w.cpu().numpy() >= -2) & (w.cpu().numpy() < -1)).all()
 
 
 def test_float64_keeps_dtype():
@@ -85,8 +85,8 @@ def test_float64_keeps_dtype():
 
 @pytest.mark.parametrize("shape", [(3, 5), (5, 3), (4, 4)])
 def test_eye_matches_torch(torch, shape):
-    np.testing.assert_array_equal(init.eye_(ember.empty(*shape)).numpy(),
-                                  torch.nn.init.eye_(torch.empty(*shape)).numpy())
+    np.testing.assert_array_equal(init.eye_(ember.empty(*shape)).cpu().numpy(),
+                                  torch.nn.init.eye_(torch.empty(*shape)).cpu().numpy())
 
 
 def test_eye_needs_2d():
@@ -97,8 +97,8 @@ def test_eye_needs_2d():
 @pytest.mark.parametrize("shape,groups", [((4, 3, 5), 1), ((6, 4, 3, 3), 2), ((4, 2, 3, 3, 3), 1),
                                           ((6, 2, 3, 4), 3), ((2, 5, 3), 1)])
 def test_dirac_matches_torch(torch, shape, groups):
-    np.testing.assert_array_equal(init.dirac_(ember.empty(*shape), groups).numpy(),
-                                  torch.nn.init.dirac_(torch.empty(*shape), groups).numpy())
+    np.testing.assert_array_equal(init.dirac_(ember.empty(*shape), groups).cpu().numpy(),
+                                  torch.nn.init.dirac_(torch.empty(*shape), groups).cpu().numpy())
 
 
 def test_dirac_errors():
@@ -111,7 +111,7 @@ def test_dirac_errors():
 def test_xavier_uniform_bounds_and_std():
     w = init.xavier_uniform_(ember.empty(400, 300), gain=2.0)
     a = 2.0 * math.sqrt(6.0 / 700)
-    assert np.abs(w.numpy()).max() <= a
+    assert np.abs(w.cpu().numpy()).max() <= a
     assert _std(w) == pytest.approx(a / math.sqrt(3), rel=0.03)
 
 
@@ -129,7 +129,7 @@ def test_kaiming_matches_torch_statistics(torch, mode, nonlinearity, a):
     fan = 40 * 3 if mode.lower() == "fan_in" else 300 * 3
     std = torch.nn.init.calculate_gain(nonlinearity, a) / math.sqrt(fan)
     u = init.kaiming_uniform_(ember.empty(*shape), a=a, mode=mode, nonlinearity=nonlinearity)
-    assert np.abs(u.numpy()).max() <= math.sqrt(3) * std
+    assert np.abs(u.cpu().numpy()).max() <= math.sqrt(3) * std
     assert _std(u) == pytest.approx(std, rel=0.03)
     ref = torch.nn.init.kaiming_uniform_(torch.empty(*shape), a=a, mode=mode,
                                          nonlinearity=nonlinearity)
@@ -147,8 +147,8 @@ def test_kaiming_zero_element_warns():
                                           (1.0, 2.0, 1.5, 1.7), (0.0, 1.0, 2.0, 3.0)])
 def test_trunc_normal_bounds_and_mean(torch, mean, std, a, b):
     w = init.trunc_normal_(ember.empty(200, 100), mean, std, a, b)
-    ref = torch.nn.init.trunc_normal_(torch.empty(200, 100), mean, std, a, b).numpy()
-    x = w.numpy()
+    ref = torch.nn.init.trunc_normal_(torch.empty(200, 100), mean, std, a, b).cpu().numpy()
+    x = w.cpu().numpy()
     assert x.min() >= a and x.max() <= b
     assert x.mean() == pytest.approx(ref.mean(), abs=0.02 * (b - a))
     assert x.std() == pytest.approx(ref.std(), rel=0.05)
@@ -161,7 +161,7 @@ def test_trunc_normal_warns_far_mean():
 
 @pytest.mark.parametrize("shape", [(3, 5), (5, 3), (6, 2, 2), (4, 4)])
 def test_orthogonal(shape):
-    w = init.orthogonal_(ember.empty(*shape), gain=2.0).numpy().reshape(shape[0], -1)
+    w = init.orthogonal_(ember.empty(*shape), gain=2.0).cpu().numpy().reshape(shape[0], -1)
     rows, cols = w.shape
     gram = w @ w.T if rows <= cols else w.T @ w
     np.testing.assert_allclose(gram, 4.0 * np.eye(min(rows, cols)), atol=1e-5)
@@ -173,7 +173,7 @@ def test_orthogonal_needs_2d():
 
 
 def test_sparse_zero_count_per_column():
-    w = init.sparse_(ember.empty(10, 7), sparsity=0.25, std=0.5).numpy()
+    w = init.sparse_(ember.empty(10, 7), sparsity=0.25, std=0.5).cpu().numpy()
     assert ((w == 0).sum(0) == math.ceil(0.25 * 10)).all()
     with pytest.raises(ValueError, match="Only tensors with 2 dimensions are supported"):
         init.sparse_(ember.empty(2, 2, 2), 0.1)
@@ -182,18 +182,18 @@ def test_sparse_zero_count_per_column():
 def test_generator_makes_fills_reproducible():
     for fn in (init.uniform_, init.normal_, init.xavier_uniform_, init.kaiming_normal_,
                init.trunc_normal_, init.orthogonal_):
-        a = fn(ember.empty(5, 6), generator=ember.Generator().manual_seed(3)).numpy()
-        b = fn(ember.empty(5, 6), generator=ember.Generator().manual_seed(3)).numpy()
-        c = fn(ember.empty(5, 6), generator=ember.Generator().manual_seed(4)).numpy()
+        a = fn(ember.empty(5, 6), generator=ember.Generator().manual_seed(3)).cpu().numpy()
+        b = fn(ember.empty(5, 6), generator=ember.Generator().manual_seed(3)).cpu().numpy()
+        c = fn(ember.empty(5, 6), generator=ember.Generator().manual_seed(4)).cpu().numpy()
         np.testing.assert_array_equal(a, b)
         assert not np.array_equal(a, c), fn.__name__
 
 
 def test_manual_seed_drives_default_generator():
     ember.manual_seed(11)
-    a = init.kaiming_uniform_(ember.empty(4, 4)).numpy()
+    a = init.kaiming_uniform_(ember.empty(4, 4)).cpu().numpy()
     ember.manual_seed(11)
-    np.testing.assert_array_equal(a, init.kaiming_uniform_(ember.empty(4, 4)).numpy())
+    np.testing.assert_array_equal(a, init.kaiming_uniform_(ember.empty(4, 4)).cpu().numpy())
 
 
 def test_deprecated_aliases_warn():

@@ -56,12 +56,12 @@ def _pair_of(torch, arr, grad):
 
 def _copy_params(tm, em):
     """Load torch's state (parameters and buffers) into the ember module."""
-    em.load_state_dict({k: ember.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
+    em.load_state_dict({k: ember.tensor(v.detach().cpu().numpy()) for k, v in tm.state_dict().items()})
 
 
 def _close(a, b, tol):
-    a = a.detach().numpy() if hasattr(a, "detach") else np.asarray(a)
-    b = b.detach().numpy() if hasattr(b, "detach") else np.asarray(b)
+    a = a.detach().cpu().numpy() if hasattr(a, "detach") else np.asarray(a)
+    b = b.detach().cpu().numpy() if hasattr(b, "detach") else np.asarray(b)
     assert a.shape == b.shape, (a.shape, b.shape)
     np.testing.assert_allclose(b, a, rtol=tol, atol=tol)
 
@@ -85,7 +85,7 @@ def check_layer(torch, make, inputs, train=True, tol=1e-5, seed=0, clone=True):
     eout = em(*e_in)
     _close(tout, eout, tol)
     if tout.requires_grad:
-        g = rng.standard_normal(tuple(tout.shape)).astype(tout.detach().numpy().dtype)
+        g = rng.standard_normal(tuple(tout.shape)).astype(tout.detach().cpu().numpy().dtype)
         tout.backward(torch.tensor(g))
         eout.backward(ember.tensor(g))
         for (t, e), (_, req) in zip(pairs, arrays):
@@ -450,7 +450,7 @@ def test_more_reprs(torch, make):
 
 
 def _stats(p):
-    a = p.detach().numpy().astype(np.float64)
+    a = p.detach().cpu().numpy().astype(np.float64)
     return a.min(), a.max(), a.mean(), a.std()
 
 
@@ -471,7 +471,7 @@ def test_linear_init_bounds(torch):
 def test_linear_zero_fan_in(torch):
     with pytest.warns(UserWarning, match="Initializing zero-element tensors is a no-op"):
         m = enn.Linear(0, 3)
-    assert m.bias.detach().numpy().tolist() == [0.0, 0.0, 0.0]
+    assert m.bias.detach().cpu().numpy().tolist() == [0.0, 0.0, 0.0]
 
 
 def test_bilinear_init_bounds(torch):
@@ -487,11 +487,11 @@ def test_bilinear_init_bounds(torch):
 def test_reset_parameters_redraws(torch):
     ember.manual_seed(0)
     m = enn.Linear(10, 10)
-    before = m.weight.detach().numpy().copy()
+    before = m.weight.detach().cpu().numpy().copy()
     weight = m.weight
     m.reset_parameters()
     assert m.weight is weight  # in place
-    assert not np.array_equal(before, m.weight.detach().numpy())
+    assert not np.array_equal(before, m.weight.detach().cpu().numpy())
 
 
 def test_embedding_init(torch):
@@ -500,22 +500,22 @@ def test_embedding_init(torch):
     _, _, mean, std = _stats(m.weight)
     assert abs(mean) < 0.02 and abs(std - 1) < 0.02
     m = enn.Embedding(10, 4, padding_idx=3)
-    assert np.all(m.weight.detach().numpy()[3] == 0)
-    assert np.all(m.weight.detach().numpy()[2] != 0)
+    assert np.all(m.weight.detach().cpu().numpy()[3] == 0)
+    assert np.all(m.weight.detach().cpu().numpy()[2] != 0)
     bag = enn.EmbeddingBag(10, 4, padding_idx=-2)
-    assert bag.padding_idx == 8 and np.all(bag.weight.detach().numpy()[8] == 0)
+    assert bag.padding_idx == 8 and np.all(bag.weight.detach().cpu().numpy()[8] == 0)
 
 
 def test_norm_and_prelu_init(torch):
     for m in (enn.BatchNorm2d(4), enn.LayerNorm(4), enn.GroupNorm(2, 4),
               enn.InstanceNorm1d(4, affine=True)):
-        assert m.weight.detach().numpy().tolist() == [1.0] * 4
-        assert m.bias.detach().numpy().tolist() == [0.0] * 4
+        assert m.weight.detach().cpu().numpy().tolist() == [1.0] * 4
+        assert m.bias.detach().cpu().numpy().tolist() == [0.0] * 4
     bn = enn.BatchNorm1d(3)
-    assert bn.running_mean.numpy().tolist() == [0.0] * 3
-    assert bn.running_var.numpy().tolist() == [1.0] * 3
+    assert bn.running_mean.cpu().numpy().tolist() == [0.0] * 3
+    assert bn.running_var.cpu().numpy().tolist() == [1.0] * 3
     assert bn.num_batches_tracked.dtype == ember.int64 and bn.num_batches_tracked.item() == 0
-    assert enn.PReLU(3, init=0.1).weight.detach().numpy().tolist() == pytest.approx([0.1] * 3)
+    assert enn.PReLU(3, init=0.1).weight.detach().cpu().numpy().tolist() == pytest.approx([0.1] * 3)
 
 
 def test_factory_kwargs(torch):
@@ -570,8 +570,8 @@ def test_batchnorm_reset_running_stats(torch):
     bn = enn.BatchNorm1d(2)
     bn(ember.randn(4, 2) * 3 + 2)
     bn.reset_running_stats()
-    assert bn.running_mean.numpy().tolist() == [0.0, 0.0]
-    assert bn.running_var.numpy().tolist() == [1.0, 1.0]
+    assert bn.running_mean.cpu().numpy().tolist() == [0.0, 0.0]
+    assert bn.running_var.cpu().numpy().tolist() == [1.0, 1.0]
     assert bn.num_batches_tracked.item() == 0
 
 
@@ -623,25 +623,25 @@ def test_dropout_train_statistics(torch, cls, shape):
     m = getattr(enn, cls)(p=0.3)
     x = ember.ones(*shape, requires_grad=True)
     y = m(x)
-    a = y.detach().numpy()
+    a = y.detach().cpu().numpy()
     assert np.all(np.isclose(a, 0) | np.isclose(a, 1 / 0.7))
     assert abs((a == 0).mean() - 0.3) < 0.05
     if cls != "Dropout":  # whole channels dropped together
         per_channel = a.reshape(shape[0], shape[1], -1)
         assert np.all(per_channel.min(-1) == per_channel.max(-1))
     y.sum().backward()
-    np.testing.assert_allclose(x.grad.numpy(), a)
+    np.testing.assert_allclose(x.grad.cpu().numpy(), a)
     m.eval()
-    assert m(x) is x or np.array_equal(m(x).detach().numpy(), x.detach().numpy())
+    assert m(x) is x or np.array_equal(m(x).detach().cpu().numpy(), x.detach().cpu().numpy())
 
 
 def test_alpha_dropout_train_statistics(torch):
     ember.manual_seed(0)
     x = ember.randn(400, 250)
     for m in (enn.AlphaDropout(0.2), enn.FeatureAlphaDropout(0.2)):
-        y = m(x if isinstance(m, enn.AlphaDropout) else x.reshape(400, 250, 1)).detach().numpy()
+        y = m(x if isinstance(m, enn.AlphaDropout) else x.reshape(400, 250, 1)).detach().cpu().numpy()
         assert abs(y.mean()) < 0.05 and abs(y.std() - 1) < 0.05
-        assert not np.array_equal(y.reshape(400, 250), x.numpy())
+        assert not np.array_equal(y.reshape(400, 250), x.cpu().numpy())
 
 
 def test_dropout_p_check(torch):
@@ -655,10 +655,10 @@ def test_rrelu_train_slopes(torch):
     ember.manual_seed(0)
     m = enn.RReLU(0.1, 0.3)
     x = -ember.ones(1000)
-    y = m(x).numpy()
+    y = m(x).cpu().numpy()
     assert np.all((-y >= 0.1 - 1e-6) & (-y <= 0.3 + 1e-6)) and y.std() > 0.02
     m.eval()
-    np.testing.assert_allclose(m(x).numpy(), -0.2, rtol=1e-6)
+    np.testing.assert_allclose(m(x).cpu().numpy(), -0.2, rtol=1e-6)
 
 
 # --------------------------------------------------------------------------- embeddings
@@ -668,13 +668,13 @@ def test_embedding_from_pretrained(torch):
     w = ember.tensor([[1.0, 2.3, 3.0], [4.0, 5.1, 6.3]])
     e = enn.Embedding.from_pretrained(w)
     assert not e.weight.requires_grad
-    np.testing.assert_allclose(e(ember.tensor([1])).numpy(), [[4.0, 5.1, 6.3]], rtol=1e-6)
+    np.testing.assert_allclose(e(ember.tensor([1])).cpu().numpy(), [[4.0, 5.1, 6.3]], rtol=1e-6)
     e2 = enn.Embedding.from_pretrained(w, freeze=False, padding_idx=0)
     assert e2.weight.requires_grad and e2.padding_idx == 0
     assert repr(e2) == "Embedding(2, 3, padding_idx=0)"
     bag = enn.EmbeddingBag.from_pretrained(w)
     assert not bag.weight.requires_grad
-    np.testing.assert_allclose(bag(ember.tensor([[1, 0]])).numpy(), [[2.5, 3.7, 4.65]],
+    np.testing.assert_allclose(bag(ember.tensor([[1, 0]])).cpu().numpy(), [[2.5, 3.7, 4.65]],
                                rtol=1e-6)
     with pytest.raises(AssertionError, match="expected to be 2-dimensional"):
         enn.Embedding.from_pretrained(ember.ones(3))
@@ -723,7 +723,7 @@ def test_unflatten_size_check(torch):
 def test_softmax_implicit_dim_warns(torch):
     with pytest.warns(UserWarning, match="Implicit dimension choice for softmax"):
         y = enn.Softmax()(ember.randn(2, 3))
-    np.testing.assert_allclose(y.numpy().sum(1), 1, rtol=1e-6)
+    np.testing.assert_allclose(y.cpu().numpy().sum(1), 1, rtol=1e-6)
 
 
 def test_softmax2d_dim_check(torch):

@@ -70,7 +70,7 @@ def _both(torch, fn):
 
 
 def _np(t):
-    return t.detach().numpy()
+    return t.detach().cpu().numpy()
 
 
 def _same_text(t, e):
@@ -298,7 +298,7 @@ def test_load_state_dict_values_from_torch(torch):
     with torch.no_grad():
         for p in tnet.parameters():
             p.normal_()
-    enet.load_state_dict({k: ember.tensor(v.detach().numpy()) for k, v in
+    enet.load_state_dict({k: ember.tensor(v.detach().cpu().numpy()) for k, v in
                           tnet.state_dict().items()})
     for (tn, tp), (en, ep) in zip(tnet.named_parameters(), enet.named_parameters()):
         assert tn == en

@@ -26,12 +26,12 @@ def test_dropout_zeroes_a_fraction_p_and_scales_the_rest(p):
     ember.manual_seed(0)
     x = ember.ones(200, 100, requires_grad=True)
     y = F.dropout(x, p)
-    d = y.detach().numpy()
+    d = y.detach().cpu().numpy()
     kept = d != 0
     assert abs(1 - kept.mean() - p) < 0.02
     np.testing.assert_allclose(d[kept], 1 / (1 - p), rtol=1e-6)
     y.sum().backward()  # the gradient is the same mask, scaled
-    np.testing.assert_allclose(x.grad.numpy(), d, rtol=1e-6)
+    np.testing.assert_allclose(x.grad.cpu().numpy(), d, rtol=1e-6)
 
 
 def test_dropout_is_reproducible_with_manual_seed():
@@ -59,7 +59,7 @@ def test_dropout_inplace_writes_into_input():
     y = F.dropout(x, 0.5, inplace=True)
     assert y is x
     assert x._version > v
-    assert set(np.unique(x.numpy())) == {0.0, 2.0}
+    assert set(np.unique(x.cpu().numpy())) == {0.0, 2.0}
 
 
 def test_dropout_inplace_on_leaf_requiring_grad_is_refused(torch):
@@ -78,7 +78,7 @@ def test_dropout_inplace_on_leaf_requiring_grad_is_refused(torch):
 def test_channel_dropout_zeroes_whole_channels(fn, shape, lead):
     """``lead``: the dims indexing channels (N, C batched; C unbatched)."""
     ember.manual_seed(0)
-    y = fn(ember.ones(*shape), 0.5).numpy()
+    y = fn(ember.ones(*shape), 0.5).cpu().numpy()
     per_channel = y.reshape(int(np.prod(shape[:lead])), -1)
     zeroed = (per_channel == 0).all(1)
     assert np.all(zeroed | (per_channel == 2).all(1))
@@ -89,7 +89,7 @@ def test_channel_dropout_inplace_unbatched():
     ember.manual_seed(0)
     x = ember.ones(16, 5)
     F.dropout1d(x, 0.5, inplace=True)
-    d = x.numpy()
+    d = x.cpu().numpy()
     assert x.shape == (16, 5)
     assert np.all((d == 0).all(1) | (d == 2).all(1))
 
@@ -97,7 +97,7 @@ def test_channel_dropout_inplace_unbatched():
 def test_alpha_dropout_keeps_zero_mean_unit_variance():
     ember.manual_seed(0)
     x = ember.randn(400, 500)
-    y = F.alpha_dropout(x, 0.3, training=True).numpy()
+    y = F.alpha_dropout(x, 0.3, training=True).cpu().numpy()
     assert abs(y.mean()) < 0.02
     assert abs(y.std() - 1) < 0.02
     # dropped units take selu's negative saturation value, mapped by the affine correction
@@ -109,7 +109,7 @@ def test_alpha_dropout_keeps_zero_mean_unit_variance():
 
 def test_feature_alpha_dropout_is_per_channel():
     ember.manual_seed(0)
-    y = F.feature_alpha_dropout(ember.zeros(8, 32, 4), 0.5, training=True).numpy()
+    y = F.feature_alpha_dropout(ember.zeros(8, 32, 4), 0.5, training=True).cpu().numpy()
     assert np.all(y.min(2) == y.max(2))
 
 
@@ -128,12 +128,12 @@ def test_rrelu_training_draws_slopes_between_the_bounds():
     ember.manual_seed(0)
     x = ember.cat([-ember.rand(1000) - 0.1, ember.rand(1000) + 0.1]).requires_grad_()
     y = F.rrelu(x, 0.1, 0.3, training=True)
-    slope = (y / x).detach().numpy()
+    slope = (y / x).detach().cpu().numpy()
     assert np.all((slope[:1000] >= 0.1) & (slope[:1000] <= 0.3))
     assert slope[:1000].std() > 0.03
     np.testing.assert_array_equal(slope[1000:], 1.0)
     y.sum().backward()
-    np.testing.assert_allclose(x.grad.numpy(), slope, rtol=1e-5)
+    np.testing.assert_allclose(x.grad.cpu().numpy(), slope, rtol=1e-5)
     assert type(y.grad_fn).__name__ == "RreluWithNoiseBackward0"
 
 
@@ -148,16 +148,16 @@ def test_embedding_max_norm_renormalises_weight_in_place(torch):
     v = ew._version
     t_out = torch.nn.functional.embedding(torch.tensor(idx), tw, max_norm=1.0)
     e_out = F.embedding(ember.tensor(idx), ew, max_norm=1.0)
-    np.testing.assert_allclose(ew.numpy(), tw.numpy(), rtol=1e-12)
-    np.testing.assert_allclose(e_out.numpy(), t_out.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(ew.cpu().numpy(), tw.cpu().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(e_out.cpu().numpy(), t_out.cpu().numpy(), rtol=1e-12)
     assert ew._version > v
-    np.testing.assert_array_equal(ew.numpy()[[1, 3, 4]], w[[1, 3, 4]])  # unused rows kept
+    np.testing.assert_array_equal(ew.cpu().numpy()[[1, 3, 4]], w[[1, 3, 4]])  # unused rows kept
 
 
 def test_embedding_padding_row_gets_no_gradient():
     w = ember.randn(4, 3, requires_grad=True)
     F.embedding(ember.tensor([0, 2, 2, 1]), w, padding_idx=2).sum().backward()
-    g = w.grad.numpy()
+    g = w.grad.cpu().numpy()
     np.testing.assert_array_equal(g[2], 0)
     np.testing.assert_array_equal(g[[0, 1]], 1)
     np.testing.assert_array_equal(g[3], 0)
@@ -189,7 +189,7 @@ def test_batch_norm_updates_running_stats_like_torch(shape, torch):
         for _ in range(3):
             f.batch_norm(m.tensor(x), rm, rv, training=True, momentum=0.2)
         eval_out = f.batch_norm(m.tensor(x), rm, rv, training=False)
-        stats[m.__name__] = (rm.numpy(), rv.numpy(), eval_out.numpy(), rm._version)
+        stats[m.__name__] = (rm.cpu().numpy(), rv.cpu().numpy(), eval_out.cpu().numpy(), rm._version)
     for a, b in zip(stats["ember"], stats["torch"]):
         np.testing.assert_allclose(a, b, rtol=1e-12)
 
@@ -206,16 +206,16 @@ def test_softmax_family_stable_for_huge_inputs():
         sp = F.softplus(x)
         lsig = F.logsigmoid(x)
     for t in (s, ls, sp, lsig):
-        assert np.isfinite(t.detach().numpy()).all()
-    np.testing.assert_allclose(ls.detach().numpy()[0], [0, -2e4, -1e4])
-    np.testing.assert_allclose(sp.detach().numpy()[0], [1e4, 0, math.log(2)])
-    np.testing.assert_allclose(lsig.detach().numpy()[0], [0, -1e4, -math.log(2)])
+        assert np.isfinite(t.detach().cpu().numpy()).all()
+    np.testing.assert_allclose(ls.detach().cpu().numpy()[0], [0, -2e4, -1e4])
+    np.testing.assert_allclose(sp.detach().cpu().numpy()[0], [1e4, 0, math.log(2)])
+    np.testing.assert_allclose(lsig.detach().cpu().numpy()[0], [0, -1e4, -math.log(2)])
 
 
 def test_gelu_uses_an_accurate_erf():
     x = np.linspace(-8, 8, 1601)
     ref = [0.5 * v * (1 + math.erf(v / math.sqrt(2))) for v in x]
-    out = F.gelu(ember.tensor(x)).numpy()
+    out = F.gelu(ember.tensor(x)).cpu().numpy()
     np.testing.assert_allclose(out, ref, rtol=1e-13, atol=5e-15)  # 1 + erf cancels
 
 
@@ -223,7 +223,7 @@ def test_softmax_implicit_dim_warns_and_picks_torchs_dim():
     x = ember.randn(2, 3, 4)
     with pytest.warns(UserWarning, match="Implicit dimension choice for softmax"):
         y = F.softmax(x)
-    np.testing.assert_allclose(y.sum(0).numpy(), 1, rtol=1e-6)  # 3-d: dim 0, as torch
+    np.testing.assert_allclose(y.sum(0).cpu().numpy(), 1, rtol=1e-6)  # 3-d: dim 0, as torch
 
 
 def test_import_ember_alone_provides_softmax_aliases():

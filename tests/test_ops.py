@@ -16,6 +16,11 @@ VALUE_CASES = [pytest.param(c, i, s, d, id=f"{c.name}-{i}-{d}")
                for c in OPS for i, s in enumerate(c.samples) for d in c.dtypes]
 
 
+def _array_type() -> type:
+    """The array type of tensors on the default device (``EMBER_TEST_DEVICE``)."""
+    return type(ember.empty(0)._data)
+
+
 def _diff_positions(case, inputs) -> list[int]:
     """Inputs that require grad: the floating tensor inputs of a differentiable op."""
     if not case.grad:
@@ -75,7 +80,7 @@ def test_op_matches_torch(case, i, sample, dtype, torch):
         assert_close(e, t, f"output {k}")
         if not isinstance(t, torch.Tensor):
             continue
-        assert type(e._data) is np.ndarray, f"output {k} holds a {type(e._data).__name__}"
+        assert type(e._data) is _array_type(), f"output {k} holds a {type(e._data).__name__}"
         assert e.requires_grad == t.requires_grad, f"output {k} requires_grad"
         if case.node:
             e_node, t_node = _node_and_edges(e.grad_fn), _node_and_edges(t.grad_fn)
@@ -87,17 +92,18 @@ def test_op_matches_torch(case, i, sample, dtype, torch):
     if not pairs:
         return
     rng = np.random.default_rng(case.seed(i) + 1)
-    seeds = [rng.standard_normal(tuple(t.shape)).astype(t.detach().numpy().dtype)
+    seeds = [rng.standard_normal(tuple(t.shape)).astype(t.detach().cpu().numpy().dtype)
              for _, t in pairs]
     t_grads = torch.autograd.grad([t for _, t in pairs], [t_args[k] for k in diff],
                                   [torch.from_numpy(g.copy()) for g in seeds],
                                   allow_unused=True)
     e_grads = ember.autograd.grad([e for e, _ in pairs], [e_args[k] for k in diff],
-                                  [ember.from_numpy(g.copy()) for g in seeds],
+                                  [ember.tensor(g) for g in seeds],
                                   allow_unused=True)
     for k, e_g, t_g in zip(diff, e_grads, t_grads):
         if t_g is None:
-            assert e_g is None or not e_g.detach().numpy().any(), f"input {k}: torch gives None"
+            assert e_g is None or not e_g.detach().cpu().numpy().any(), \
+                f"input {k}: torch gives None"
             continue
         assert e_g is not None, f"input {k}: ember gives no gradient"
         assert_close(e_g, t_g, f"gradient of input {k}", grad=True)
@@ -125,7 +131,7 @@ def test_raw_backward_matches_tensor_rules(case, i, sample, dtype):
     if not outs:
         return
     rng = np.random.default_rng(case.seed(i) + 1)
-    seeds = [ember.from_numpy(rng.standard_normal(tuple(o.shape)).astype(o._data.dtype))
+    seeds = [ember.tensor(rng.standard_normal(tuple(o.shape)).astype(o._data.dtype))
              for o in outs]
     leaves = [args[k] for k in diff]
     raw = ember.autograd.grad(outs, leaves, seeds, retain_graph=True, allow_unused=True)
@@ -134,7 +140,8 @@ def test_raw_backward_matches_tensor_rules(case, i, sample, dtype):
         assert (r is None) == (t is None), f"input {k}"
         if r is not None:
             assert r.dtype == t.dtype and r.shape == t.shape, f"input {k}"
-            np.testing.assert_array_equal(r.detach().numpy(), t.detach().numpy(),
+            np.testing.assert_array_equal(r.detach().cpu().numpy(),
+                                          t.detach().cpu().numpy(),
                                           err_msg=f"gradient of input {k}")
 
 
@@ -191,7 +198,7 @@ def _operand(m, spec):
     if not isinstance(spec, tuple):
         return spec
     name, shape = spec
-    return m.from_numpy(np.full(shape, 3 if name != "bool" else True, dtype=name))
+    return m.tensor(np.full(shape, 3 if name != "bool" else True, dtype=name))
 
 
 PROMOTIONS = [
@@ -239,7 +246,7 @@ def test_type_promotion_matches_torch(a, b, op, torch):
     def run(m):
         x, y = _operand(m, a), _operand(m, b)
         if op == "where":
-            return m.where(m.from_numpy(np.array([True, False, True])), x, y)
+            return m.where(m.tensor(np.array([True, False, True])), x, y)
         if not isinstance(x, (m.Tensor,)):
             return {"div": lambda: x / y, "sub": lambda: x - y}[op]()
         return getattr(m, op)(x, y)

@@ -20,12 +20,12 @@ pytestmark = pytest.mark.filterwarnings("ignore:LSTM with projections:UserWarnin
 
 
 def _copy_params(tm, em):
-    em.load_state_dict({k: ember.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
+    em.load_state_dict({k: ember.tensor(v.detach().cpu().numpy()) for k, v in tm.state_dict().items()})
 
 
 def _close(e, t, rtol=RTOL, atol=ATOL):
-    np.testing.assert_allclose(e.detach().numpy() if hasattr(e, "detach") else e,
-                               t.detach().numpy(), rtol=rtol, atol=atol)
+    np.testing.assert_allclose(e.detach().cpu().numpy() if hasattr(e, "detach") else e,
+                               t.detach().cpu().numpy(), rtol=rtol, atol=atol)
 
 
 def _leaf(torch, arr):
@@ -171,9 +171,9 @@ def test_dropout_between_layers_in_training(torch):
     em = nn.LSTM(4, 6, num_layers=3, dropout=0.5)
     xe = ember.randn(5, 2, 4)
     a, b = em(xe)[0], em(xe)[0]
-    assert not np.allclose(a.detach().numpy(), b.detach().numpy())
+    assert not np.allclose(a.detach().cpu().numpy(), b.detach().cpu().numpy())
     em.eval()
-    assert np.array_equal(em(xe)[0].detach().numpy(), em(xe)[0].detach().numpy())
+    assert np.array_equal(em(xe)[0].detach().cpu().numpy(), em(xe)[0].detach().cpu().numpy())
 
 
 def test_float64(torch):
@@ -185,9 +185,9 @@ def test_float64(torch):
     out_e, (h_e, c_e) = em(ember.tensor(x))
     out_t, (h_t, c_t) = tm(torch.tensor(x))
     assert out_e.dtype == ember.float64
-    np.testing.assert_allclose(out_e.detach().numpy(), out_t.detach().numpy(), rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(h_e.detach().numpy(), h_t.detach().numpy(), rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(c_e.detach().numpy(), c_t.detach().numpy(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(out_e.detach().cpu().numpy(), out_t.detach().cpu().numpy(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(h_e.detach().cpu().numpy(), h_t.detach().cpu().numpy(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(c_e.detach().cpu().numpy(), c_t.detach().cpu().numpy(), rtol=1e-12, atol=1e-12)
 
 
 # --------------------------------------------------------------------------- cells
@@ -232,9 +232,9 @@ def test_cell_unrolled_over_time_matches_layer(torch):
     h = c = ember.zeros(2, 4)
     for t in range(5):
         h, c = cell(x[t], (h, c))
-        np.testing.assert_allclose(h.detach().numpy(), out[t].detach().numpy(), rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(h.detach().numpy(), h_n[0].detach().numpy(), rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(c.detach().numpy(), c_n[0].detach().numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(h.detach().cpu().numpy(), out[t].detach().cpu().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(h.detach().cpu().numpy(), h_n[0].detach().cpu().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(c.detach().cpu().numpy(), c_n[0].detach().cpu().numpy(), rtol=1e-5, atol=1e-6)
 
 
 # --------------------------------------------------------------------------- structure
@@ -263,7 +263,7 @@ def test_parameters_repr_and_flat_weights_match_torch(torch, mode, kw):
                  "dropout", "bidirectional", "proj_size"):
         assert getattr(em, attr) == getattr(tm, attr), attr
     # state dicts interchange both ways
-    tm.load_state_dict({k: torch.tensor(v.numpy()) for k, v in em.state_dict().items()})
+    tm.load_state_dict({k: torch.tensor(v.cpu().numpy()) for k, v in em.state_dict().items()})
 
 
 @pytest.mark.parametrize("cell,kw", [("RNNCell", {}), ("RNNCell", {"nonlinearity": "relu",
@@ -284,15 +284,15 @@ def test_cell_parameters_and_repr_match_torch(torch, cell, kw):
 def test_default_init_is_uniform_over_one_over_sqrt_hidden(make):
     m = make()
     bound = 1 / math.sqrt(64)
-    values = np.concatenate([p.detach().numpy().ravel() for p in m.parameters()])
+    values = np.concatenate([p.detach().cpu().numpy().ravel() for p in m.parameters()])
     assert values.min() >= -bound and values.max() <= bound
     assert abs(values.mean()) < 0.05 * bound
     assert abs(values.std() - bound / math.sqrt(3)) < 0.05 * bound  # U(-a, a): std a/sqrt(3)
     for p in m.parameters():  # every tensor is drawn, none left at zero
-        assert p.detach().numpy().std() > 0.3 * bound
-    before = [p.detach().numpy().copy() for p in m.parameters()]
+        assert p.detach().cpu().numpy().std() > 0.3 * bound
+    before = [p.detach().cpu().numpy().copy() for p in m.parameters()]
     m.reset_parameters()
-    assert not any(np.array_equal(b, p.detach().numpy()) for b, p in zip(before, m.parameters()))
+    assert not any(np.array_equal(b, p.detach().cpu().numpy()) for b, p in zip(before, m.parameters()))
 
 
 def test_constructor_errors_match_torch(torch):
@@ -381,7 +381,7 @@ def test_pickle_and_to_keep_working():
     m = nn.LSTM(3, 4, num_layers=2)
     m2 = pickle.loads(pickle.dumps(m))
     x = ember.randn(5, 2, 3)
-    np.testing.assert_array_equal(m(x)[0].detach().numpy(), m2(x)[0].detach().numpy())
+    np.testing.assert_array_equal(m(x)[0].detach().cpu().numpy(), m2(x)[0].detach().cpu().numpy())
     m.double()
     assert m.weight_ih_l0.dtype == ember.float64
     assert m._flat_weights[0] is m.weight_ih_l0
@@ -402,8 +402,8 @@ def test_lstm_training_matches_torch(torch):
     t_b = torch.nn.Parameter(torch.zeros(1))
     e_lstm = nn.LSTM(8, 16)
     _copy_params(t_lstm, e_lstm)
-    e_w = nn.Parameter(ember.tensor(t_w.detach().numpy()))
-    e_b = nn.Parameter(ember.tensor(t_b.detach().numpy()))
+    e_w = nn.Parameter(ember.tensor(t_w.detach().cpu().numpy()))
+    e_b = nn.Parameter(ember.tensor(t_b.detach().cpu().numpy()))
 
     def train(lib, lstm, w, b, lin):
         params = list(lstm.parameters()) + [w, b]

@@ -44,7 +44,7 @@ def _roundtrip(obj, tmp_path, **load_kwargs):
 def _assert_same(a, b):
     assert type(a) is type(b)
     assert a.dtype == b.dtype and a.shape == b.shape
-    np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
+    np.testing.assert_array_equal(a.detach().cpu().numpy(), b.detach().cpu().numpy())
 
 
 def _zip_with_pickle(path, pickled: bytes, extra: dict | None = None):
@@ -93,7 +93,7 @@ def test_negative_stride_view_is_saved_as_a_copy(tmp_path):
     flipped = ember.tensor(0.0)
     flipped._data = a._data[::-1]  # NumPy-only layout torch has no tensors for
     out = _roundtrip(flipped, tmp_path)
-    np.testing.assert_array_equal(out.numpy(), [5, 4, 3, 2, 1, 0])
+    np.testing.assert_array_equal(out.cpu().numpy(), [5, 4, 3, 2, 1, 0])
 
 
 def test_parameter_and_requires_grad(tmp_path):
@@ -225,7 +225,7 @@ def test_map_location_for_cuda_saved_storages(tmp_path):
     seen = []
     for ml in ("cpu", ember.device("cpu"), {"cuda:0": "cpu"},
                lambda s, loc: seen.append(loc) or s):
-        np.testing.assert_array_equal(ember.load(path, map_location=ml)["w"].numpy(),
+        np.testing.assert_array_equal(ember.load(path, map_location=ml)["w"].cpu().numpy(),
                                       [0, 1, 2, 3])
     assert seen == ["cuda:0"]
 
@@ -253,14 +253,14 @@ def test_torch_linear_state_dict_loads_in_ember(torch, tmp_path):
     assert type(sd) is OrderedDict and list(sd) == ["weight", "bias"]
     assert sd._metadata == lin.state_dict()._metadata
     for k, v in lin.state_dict().items():
-        np.testing.assert_array_equal(sd[k].numpy(), v.numpy())
+        np.testing.assert_array_equal(sd[k].cpu().numpy(), v.cpu().numpy())
         assert sd[k].dtype == ember.float32 and tuple(sd[k].shape) == tuple(v.shape)
     if hasattr(ember.nn, "Linear"):
         em = ember.nn.Linear(5, 3)
         em.load_state_dict(sd)
         x = np.random.default_rng(1).standard_normal((2, 5)).astype(np.float32)
-        np.testing.assert_allclose(em(ember.tensor(x)).detach().numpy(),
-                                   lin(torch.tensor(x)).detach().numpy(), rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(em(ember.tensor(x)).detach().cpu().numpy(),
+                                   lin(torch.tensor(x)).detach().cpu().numpy(), rtol=1e-6, atol=1e-6)
 
 
 _TORCH_DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32",
@@ -269,13 +269,13 @@ _TORCH_DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", 
 
 @pytest.mark.parametrize("name", _TORCH_DTYPES)
 def test_torch_every_dtype_loads_in_ember(torch, tmp_path, name):
-    t = torch.from_numpy(_sample(getattr(ember, name)).numpy().copy())
+    t = torch.from_numpy(_sample(getattr(ember, name)).cpu().numpy().copy())
     obj = {"t": t, "tt": t.t(), "scalar": t[1, 2].clone(), "row": t[1]}
     torch.save(obj, tmp_path / "d.pt")
     out = ember.load(tmp_path / "d.pt")
     for k, v in obj.items():
         assert out[k].dtype == getattr(ember, name), k
-        np.testing.assert_array_equal(out[k].numpy(), v.numpy())
+        np.testing.assert_array_equal(out[k].cpu().numpy(), v.cpu().numpy())
         assert out[k].stride() == v.stride() and out[k].storage_offset() == v.storage_offset()
     assert out["t"].data_ptr() == out["tt"].data_ptr()  # one storage, as in torch
 
@@ -287,7 +287,7 @@ def test_torch_parameter_size_dtype_and_containers(torch, tmp_path):
     torch.save(obj, tmp_path / "c.pt")
     out = ember.load(tmp_path / "c.pt")
     assert isinstance(out["p"], ember.nn.Parameter) and out["p"].requires_grad
-    np.testing.assert_array_equal(out["p"].detach().numpy(), obj["p"].detach().numpy())
+    np.testing.assert_array_equal(out["p"].detach().cpu().numpy(), obj["p"].detach().cpu().numpy())
     assert out["size"] == ember.Size([2, 3]) and type(out["size"]) is ember.Size
     assert out["dtype"] is ember.int16 and out["device"] == ember.device("cpu")
     assert out["b"] == b"xy" and out["s"] == {1, 2} and out["c"] == 2 - 1j
@@ -305,7 +305,7 @@ def test_torch_optimizer_state_dict_loads_in_ember(torch, tmp_path):
     assert out["param_groups"] == ref["param_groups"]
     for i, st in ref["state"].items():
         for k, v in st.items():
-            np.testing.assert_array_equal(out["state"][i][k].numpy(), v.numpy())
+            np.testing.assert_array_equal(out["state"][i][k].cpu().numpy(), v.cpu().numpy())
 
 
 def test_torch_bfloat16_loads_as_float32_with_a_warning(torch, tmp_path):
@@ -314,7 +314,7 @@ def test_torch_bfloat16_loads_as_float32_with_a_warning(torch, tmp_path):
     with pytest.warns(UserWarning, match="bfloat16"):
         out = ember.load(tmp_path / "bf.pt")
     assert out.dtype == ember.float32
-    np.testing.assert_array_equal(out.numpy(), t.float().numpy())
+    np.testing.assert_array_equal(out.cpu().numpy(), t.float().cpu().numpy())
 
 
 def test_torch_legacy_format_loads_in_ember(torch, tmp_path):
@@ -324,17 +324,17 @@ def test_torch_legacy_format_loads_in_ember(torch, tmp_path):
     torch.save(obj, tmp_path / "legacy.pt", _use_new_zipfile_serialization=False)
     out = ember.load(tmp_path / "legacy.pt")
     for k, v in obj.items():
-        np.testing.assert_array_equal(out[k].detach().numpy(), v.detach().numpy())
+        np.testing.assert_array_equal(out[k].detach().cpu().numpy(), v.detach().cpu().numpy())
     assert isinstance(out["p"], ember.nn.Parameter)
     with open(tmp_path / "legacy.pt", "rb") as fh:
-        np.testing.assert_array_equal(ember.load(fh)["b"].numpy(), [2, 3, 4, 5])
+        np.testing.assert_array_equal(ember.load(fh)["b"].cpu().numpy(), [2, 3, 4, 5])
 
 
 def test_torch_file_object_and_big_endian(torch, tmp_path):
     buf = io.BytesIO()
     torch.save({"x": torch.arange(5, dtype=torch.int32)}, buf)
     buf.seek(0)
-    np.testing.assert_array_equal(ember.load(buf)["x"].numpy(), np.arange(5))
+    np.testing.assert_array_equal(ember.load(buf)["x"].cpu().numpy(), np.arange(5))
     path = tmp_path / "be.pt"
     src = tmp_path / "le.pt"
     ember.save(ember.arange(5, dtype=ember.int32), src)
@@ -346,7 +346,7 @@ def test_torch_file_object_and_big_endian(torch, tmp_path):
             elif "/data/" in info.filename:
                 data = np.frombuffer(data, "<i4").astype(">i4").tobytes()
             zout.writestr(info.filename, data)
-    np.testing.assert_array_equal(ember.load(path).numpy(), np.arange(5))
+    np.testing.assert_array_equal(ember.load(path).cpu().numpy(), np.arange(5))
 
 
 # ====================================================================== ember -> torch
@@ -356,7 +356,7 @@ def test_ember_files_load_in_torch_every_dtype(torch, tmp_path, dtype):
     ember.save({"t": t, "scalar": t[1, 2].clone()}, tmp_path / "e.pt")
     out = torch.load(tmp_path / "e.pt", weights_only=True)
     assert str(out["t"].dtype) == str(dtype)
-    np.testing.assert_array_equal(out["t"].numpy(), t.numpy())
+    np.testing.assert_array_equal(out["t"].cpu().numpy(), t.cpu().numpy())
     assert out["scalar"].dim() == 0 and out["scalar"].item() == t[1, 2].item()
 
 
@@ -368,13 +368,13 @@ def test_ember_views_load_in_torch_with_shared_storage(torch, tmp_path):
     out = torch.load(tmp_path / "v.pt", weights_only=True)
     ptr = out["base"].untyped_storage().data_ptr()
     for k, v in views.items():
-        np.testing.assert_array_equal(out[k].numpy(), v.numpy())
+        np.testing.assert_array_equal(out[k].cpu().numpy(), v.cpu().numpy())
         assert out[k].stride() == v.stride() and out[k].storage_offset() == v.storage_offset()
         assert out[k].untyped_storage().data_ptr() == ptr, k
     out["base"][2, 0] = -1.0
     assert out["row"][0].item() == -1.0
     mm = torch.load(tmp_path / "v.pt", weights_only=True, mmap=True)  # needs aligned records
-    np.testing.assert_array_equal(mm["cols"].numpy(), views["cols"].numpy())
+    np.testing.assert_array_equal(mm["cols"].cpu().numpy(), views["cols"].cpu().numpy())
 
 
 def test_ember_state_dict_loads_into_torch_module(torch, tmp_path):
@@ -385,7 +385,7 @@ def test_ember_state_dict_loads_into_torch_module(torch, tmp_path):
     assert loaded._metadata == {"": {"version": 1}}
     lin = torch.nn.Linear(5, 3)
     lin.load_state_dict(loaded)
-    np.testing.assert_array_equal(lin.weight.detach().numpy(), sd["weight"].numpy())
+    np.testing.assert_array_equal(lin.weight.detach().cpu().numpy(), sd["weight"].cpu().numpy())
 
 
 def test_ember_parameter_and_misc_load_in_torch(torch, tmp_path):
@@ -408,7 +408,7 @@ def test_ember_optimizer_state_dict_loads_into_torch_optimizer(torch, tmp_path):
     lin(torch.randn(4, 3)).sum().backward()
     opt.step()
     ref = opt.state_dict()
-    em_state = {"state": {i: {k: ember.tensor(v.numpy()) for k, v in st.items()}
+    em_state = {"state": {i: {k: ember.tensor(v.cpu().numpy()) for k, v in st.items()}
                           for i, st in ref["state"].items()},
                 "param_groups": ref["param_groups"]}
     ember.save(em_state, tmp_path / "o.pt")
@@ -595,7 +595,7 @@ def test_interrupted_save_leaves_the_old_file_intact(tmp_path, monkeypatch):
     assert path.read_bytes() == before
     assert os.listdir(tmp_path) == ["model.pt"]  # the temporary file is gone
     monkeypatch.undo()
-    np.testing.assert_array_equal(ember.load(path)["v"].numpy(), [1, 1, 1])
+    np.testing.assert_array_equal(ember.load(path)["v"].cpu().numpy(), [1, 1, 1])
 
 
 def test_unpicklable_object_leaves_no_file(tmp_path):
@@ -643,17 +643,17 @@ def test_safetensors_transposed_view_regression(tmp_path):
     ember.save_safetensors(views, tmp_path / "v.safetensors")
     out = ember.load_safetensors(tmp_path / "v.safetensors")
     for k, v in views.items():
-        np.testing.assert_array_equal(out[k].numpy(), v.numpy())
+        np.testing.assert_array_equal(out[k].cpu().numpy(), v.cpu().numpy())
 
 
 def test_safetensors_interop_with_torch(torch, tmp_path):
     st_torch = pytest.importorskip("safetensors.torch")
     w = ember.randn(4, 3)
     ember.save_safetensors({"w": w.t()}, tmp_path / "e.safetensors")
-    np.testing.assert_array_equal(st_torch.load_file(tmp_path / "e.safetensors")["w"].numpy(),
-                                  w.t().numpy())
+    np.testing.assert_array_equal(st_torch.load_file(tmp_path / "e.safetensors")["w"].cpu().numpy(),
+                                  w.t().cpu().numpy())
     st_torch.save_file({"x": torch.arange(6).reshape(2, 3)}, tmp_path / "t.safetensors")
-    np.testing.assert_array_equal(ember.load_safetensors(tmp_path / "t.safetensors")["x"].numpy(),
+    np.testing.assert_array_equal(ember.load_safetensors(tmp_path / "t.safetensors")["x"].cpu().numpy(),
                                   np.arange(6).reshape(2, 3))
 
 

@@ -22,7 +22,7 @@ def _rand(shape, seed=0):
 
 
 def _load(em, tm):
-    em.load_state_dict({k: ember.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
+    em.load_state_dict({k: ember.tensor(v.detach().cpu().numpy()) for k, v in tm.state_dict().items()})
 
 
 def _t(torch, a, grad=False):
@@ -39,7 +39,7 @@ def _e(a, grad=False):
 
 def _close(e, t, what=""):
     assert tuple(e.shape) == tuple(t.shape), what
-    np.testing.assert_allclose(e.detach().numpy(), t.detach().numpy(), rtol=RTOL, atol=ATOL,
+    np.testing.assert_allclose(e.detach().cpu().numpy(), t.detach().cpu().numpy(), rtol=RTOL, atol=ATOL,
                                err_msg=what)
 
 
@@ -72,7 +72,7 @@ def _compare(torch, tm, em, arrays, call, grad=True, seed=7):
     for k, p in em.named_parameters():
         tg = tparams[k].grad
         if tg is None:
-            assert p.grad is None or not p.grad.detach().numpy().any(), k
+            assert p.grad is None or not p.grad.detach().cpu().numpy().any(), k
         else:
             _close(p.grad, tg, f"grad of {k}")
 
@@ -145,7 +145,7 @@ def test_sdpa_fully_masked_row_gives_zeros_as_torch(torch, kind):
     mask = keep if kind == "bool" else np.where(keep, 0.0, -np.inf).astype(np.float32)
     _sdpa_case(torch, q, k, v, mask)
     out = EF.scaled_dot_product_attention(_e(q), _e(k), _e(v), attn_mask=_e(mask))
-    assert not out.numpy()[:, 1].any()
+    assert not out.cpu().numpy()[:, 1].any()
 
 
 def test_sdpa_float_mask_gradient(torch):
@@ -164,17 +164,17 @@ def test_sdpa_bool_mask_semantics():
     mask = np.zeros((3, 5), bool)
     mask[:, 2] = True
     out = EF.scaled_dot_product_attention(_e(q), _e(k), _e(v), attn_mask=_e(mask))
-    np.testing.assert_allclose(out.numpy(), np.broadcast_to(v[2], (3, 2)), rtol=1e-6)
+    np.testing.assert_allclose(out.cpu().numpy(), np.broadcast_to(v[2], (3, 2)), rtol=1e-6)
 
 
 def test_sdpa_dropout_statistics():
     ember.manual_seed(0)
     q, k = _e(np.zeros((64, 16, 4), np.float32)), _e(np.zeros((64, 16, 4), np.float32))
     v = ember.ones(64, 16, 1)
-    out = EF.scaled_dot_product_attention(q, k, v, dropout_p=0.25).numpy()
+    out = EF.scaled_dot_product_attention(q, k, v, dropout_p=0.25).cpu().numpy()
     assert abs(out.mean() - 1.0) < 0.05  # uniform weights 1/16, kept ones scaled by 4/3
     assert np.allclose(np.unique(np.round(out * 16 * 0.75)) % 1, 0, atol=1e-4)
-    np.testing.assert_allclose(EF.scaled_dot_product_attention(q, k, v).numpy(), 1.0, rtol=1e-6)
+    np.testing.assert_allclose(EF.scaled_dot_product_attention(q, k, v).cpu().numpy(), 1.0, rtol=1e-6)
 
 
 @pytest.mark.parametrize("case", ["causal_and_mask", "dtype", "mask_dtype_int",
@@ -314,7 +314,7 @@ def test_mha_bool_mask_true_means_masked_out():
     q, k = _e(_rand((3, 1, 4), 0)), _e(_rand((5, 1, 4), 1))
     kpm = ember.tensor([[True, True, False, True, True]])
     _, w = m(q, k, k, key_padding_mask=kpm)
-    np.testing.assert_allclose(w.detach().numpy()[0, :, 2], 1.0, rtol=1e-6)
+    np.testing.assert_allclose(w.detach().cpu().numpy()[0, :, 2], 1.0, rtol=1e-6)
 
 
 def test_mha_fully_masked_row_nan_with_weights_zero_without(torch):
@@ -324,8 +324,8 @@ def test_mha_fully_masked_row_nan_with_weights_zero_without(torch):
     am[1] = True
     for nw in (True, False):
         to = tm(_t(torch, x), _t(torch, x), _t(torch, x), attn_mask=_t(torch, am),
-                need_weights=nw)[0].detach().numpy()
-        eo = em(_e(x), _e(x), _e(x), attn_mask=_e(am), need_weights=nw)[0].detach().numpy()
+                need_weights=nw)[0].detach().cpu().numpy()
+        eo = em(_e(x), _e(x), _e(x), attn_mask=_e(am), need_weights=nw)[0].detach().cpu().numpy()
         np.testing.assert_array_equal(np.isnan(eo), np.isnan(to))
         np.testing.assert_allclose(eo, to, rtol=RTOL, atol=ATOL)
 
@@ -348,28 +348,28 @@ def test_mha_eval_and_dropout(torch):
     m = nn.MultiheadAttention(8, 2, dropout=0.5)
     x = _e(_rand((6, 2, 8)))
     a, b = m(x, x, x)[0], m(x, x, x)[0]
-    assert not np.allclose(a.detach().numpy(), b.detach().numpy())
+    assert not np.allclose(a.detach().cpu().numpy(), b.detach().cpu().numpy())
     m.eval()
-    np.testing.assert_array_equal(m(x, x, x)[0].detach().numpy(),
-                                  m(x, x, x)[0].detach().numpy())
+    np.testing.assert_array_equal(m(x, x, x)[0].detach().cpu().numpy(),
+                                  m(x, x, x)[0].detach().cpu().numpy())
 
 
 def test_mha_default_init(torch):
     E = 64
     m = nn.MultiheadAttention(E, 4)
-    w = m.in_proj_weight.detach().numpy()
+    w = m.in_proj_weight.detach().cpu().numpy()
     bound = math.sqrt(6.0 / (E + 3 * E))  # xavier_uniform_ on the (3E, E) weight
     assert np.abs(w).max() <= bound + 1e-7 and np.abs(w).max() > 0.95 * bound
     assert abs(w.std() - bound / math.sqrt(3)) < 0.05 * bound
-    assert not m.in_proj_bias.detach().numpy().any()
-    assert not m.out_proj.bias.detach().numpy().any()
-    ow = m.out_proj.weight.detach().numpy()  # Linear's kaiming_uniform_(a=sqrt(5))
+    assert not m.in_proj_bias.detach().cpu().numpy().any()
+    assert not m.out_proj.bias.detach().cpu().numpy().any()
+    ow = m.out_proj.weight.detach().cpu().numpy()  # Linear's kaiming_uniform_(a=sqrt(5))
     assert np.abs(ow).max() <= 1 / math.sqrt(E) + 1e-7
     m2 = nn.MultiheadAttention(E, 4, kdim=16, vdim=32, add_bias_kv=True)
     kb = math.sqrt(6.0 / (E + 16))
-    assert np.abs(m2.k_proj_weight.detach().numpy()).max() <= kb + 1e-7
-    assert np.abs(m2.k_proj_weight.detach().numpy()).max() > 0.9 * kb
-    assert m2.bias_k.detach().numpy().any() and m2.bias_v.detach().numpy().any()
+    assert np.abs(m2.k_proj_weight.detach().cpu().numpy()).max() <= kb + 1e-7
+    assert np.abs(m2.k_proj_weight.detach().cpu().numpy()).max() > 0.9 * kb
+    assert m2.bias_k.detach().cpu().numpy().any() and m2.bias_v.detach().cpu().numpy().any()
 
 
 def test_mha_attributes_and_registry(torch):
@@ -495,8 +495,8 @@ def test_encoder_matches_torch(torch, cfg, with_norm):
     # layers are deep copies: distinct parameters, equal values at construction
     ps = [dict(layer.named_parameters()) for layer in em.layers]
     assert ps[0]["linear1.weight"] is not ps[1]["linear1.weight"]
-    np.testing.assert_array_equal(ps[0]["linear1.weight"].detach().numpy(),
-                                  ps[1]["linear1.weight"].detach().numpy())
+    np.testing.assert_array_equal(ps[0]["linear1.weight"].detach().cpu().numpy(),
+                                  ps[1]["linear1.weight"].detach().cpu().numpy())
     with torch.no_grad():  # make the layers differ so a mix-up would show
         for p in tm.parameters():
             p.add_(torch.randn_like(p) * 0.1)
@@ -598,12 +598,12 @@ def test_transformer_default_init_and_attributes(torch):
     assert repr(em) == repr(tm)
     assert (em.d_model, em.nhead, em.batch_first) == (tm.d_model, tm.nhead, tm.batch_first)
     # every matrix re-drawn with xavier_uniform_: linear1.weight bound sqrt(6 / (32 + 64))
-    w = em.encoder.layers[0].linear1.weight.detach().numpy()
+    w = em.encoder.layers[0].linear1.weight.detach().cpu().numpy()
     bound = math.sqrt(6 / (32 + 64))
     assert np.abs(w).max() <= bound + 1e-7 and np.abs(w).max() > 0.9 * bound
-    ow = em.decoder.layers[0].multihead_attn.out_proj.weight.detach().numpy()
+    ow = em.decoder.layers[0].multihead_attn.out_proj.weight.detach().cpu().numpy()
     assert np.abs(ow).max() > 1 / math.sqrt(32)  # beyond Linear's bound: re-drawn
-    assert not em.encoder.layers[0].self_attn.in_proj_bias.detach().numpy().any()
+    assert not em.encoder.layers[0].self_attn.in_proj_bias.detach().cpu().numpy().any()
 
 
 def test_transformer_errors(torch):
@@ -622,9 +622,9 @@ def test_transformer_errors(torch):
 
 def test_generate_square_subsequent_mask(torch):
     for sz in (1, 4):
-        np.testing.assert_array_equal(nn.Transformer.generate_square_subsequent_mask(sz).numpy(),
+        np.testing.assert_array_equal(nn.Transformer.generate_square_subsequent_mask(sz).cpu().numpy(),
                                       torch.nn.Transformer.generate_square_subsequent_mask(sz)
-                                      .numpy())
+                                      .cpu().numpy())
     m = nn.Transformer.generate_square_subsequent_mask(3, dtype=ember.float64)
     assert m.dtype == ember.float64
 
@@ -633,7 +633,7 @@ def test_state_dict_round_trip_into_torch(torch):
     """ember's state_dict loads into torch and gives torch's outputs."""
     em = nn.TransformerEncoderLayer(8, 2, 16, 0.0, batch_first=True)
     tm = torch.nn.TransformerEncoderLayer(8, 2, 16, 0.0, batch_first=True)
-    tm.load_state_dict({k: torch.tensor(v.detach().numpy()) for k, v in em.state_dict().items()})
+    tm.load_state_dict({k: torch.tensor(v.detach().cpu().numpy()) for k, v in em.state_dict().items()})
     x = _rand((2, 5, 8))
     with torch.no_grad():
         tm.train()  # the reference path
@@ -645,9 +645,9 @@ def test_encoder_layer_dropout_train_vs_eval():
     ember.manual_seed(0)
     m = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.5)
     x = _e(_rand((5, 2, 8)))
-    assert not np.allclose(m(x).detach().numpy(), m(x).detach().numpy())
+    assert not np.allclose(m(x).detach().cpu().numpy(), m(x).detach().cpu().numpy())
     m.eval()
-    np.testing.assert_array_equal(m(x).detach().numpy(), m(x).detach().numpy())
+    np.testing.assert_array_equal(m(x).detach().cpu().numpy(), m(x).detach().cpu().numpy())
 
 
 @pytest.mark.parametrize("with_norm", [False, True])

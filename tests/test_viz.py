@@ -1,5 +1,5 @@
 """ember.viz (make_dot as torchviz draws it, summary as torchsummary prints it) and
-ember.autograd.graph.print_graph."""
+ember.viz.print_graph."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 import ember
 import ember.nn as enn
 from ember import viz
-from ember.autograd.graph import print_graph
+from ember.viz import print_graph
 
 NODE_RE = re.compile(r'^\t"([^"]+)" \[(.*)\]$')
 EDGE_RE = re.compile(r'^\t"([^"]+)" -> "([^"]+)"(?: \[(.*)\])?$')

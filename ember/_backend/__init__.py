@@ -12,13 +12,16 @@ Every other module gets its array module from here, in the manner of Chainer's a
   never meet a tensor's array. Data that meets a tensor's array must come from ``xp``.
 * ``is_array(x)`` / ``ARRAY_TYPES``: the array types of every backend (use instead of
   ``isinstance(x, np.ndarray)``).
+* Devices: ``device_of(array)`` (a Tensor's device is its array's), ``module_for_device(dev)``
+  (the ``xp`` that creates arrays there), ``to_device_array(array, dev)`` (an explicit copy
+  when the device changes) and ``to_host(array)`` (a NumPy array, copied off a device).
 """
 
 from __future__ import annotations
 
 import numpy
 
-from .device import device
+from .device import CPU, device, get_default_device, set_default_device, to_device
 from .dtypes import (
     DTYPES,
     dtype,
@@ -34,15 +37,18 @@ host = numpy
 ndarray = numpy.ndarray
 generic = numpy.generic
 
-# Array types of every loaded backend -> (array module, device type). Backends add themselves.
+# Array types of every loaded backend -> array module, and -> device. Backends add themselves.
 ARRAY_TYPES: tuple = (numpy.ndarray,)
 _MODULES: dict = {numpy.ndarray: numpy}
+_DEVICES: dict = {numpy.ndarray: CPU}
 
 
-def register_array_type(array_type: type, module) -> None:
-    """Make ``xp_of``/``is_array`` know a backend's array type (done by ``strict`` on import)."""
+def register_array_type(array_type: type, module, dev: device = CPU) -> None:
+    """Make ``xp_of``/``is_array``/``device_of`` know a backend's array type (done by
+    ``strict`` on import)."""
     global ARRAY_TYPES
     _MODULES[array_type] = module
+    _DEVICES[array_type] = dev
     if array_type not in ARRAY_TYPES:
         ARRAY_TYPES = ARRAY_TYPES + (array_type,)
 
@@ -67,22 +73,65 @@ def is_array(x: object) -> bool:
     return type(x) in _MODULES or isinstance(x, ARRAY_TYPES)
 
 
+def device_of(array: object) -> device:
+    """The device an array lives on (a NumPy array, or anything not a device array: cpu)."""
+    return _DEVICES.get(type(array), CPU)
+
+
+def module_for_device(dev: device):
+    """The array module that creates arrays on ``dev`` (a resolved device, see ``to_device``)."""
+    if dev.type == "cpu":
+        return numpy
+    from . import strict  # loaded on first use: ``import ember`` does not pay for it
+    return strict.module
+
+
+def to_device_array(array, dev: device):
+    """``array`` on ``dev``: itself if already there, else an explicit copy (via the host)."""
+    if _DEVICES.get(type(array), CPU) == dev:
+        return array
+    if dev.type == "cpu":
+        return array.get()
+    return module_for_device(dev).asarray(to_host(array))
+
+
+def to_host(array) -> numpy.ndarray:
+    """A NumPy array: ``array`` itself if it is one, else a host copy (``cupy``'s ``.get()``)."""
+    return array if isinstance(array, numpy.ndarray) else array.get()
+
+
+def data_ptr(array) -> int:
+    """The address of an array's first element (CuPy's ``array.data.ptr``)."""
+    if isinstance(array, numpy.ndarray):
+        return array.__array_interface__["data"][0]
+    return array.data.ptr
+
+
 __all__ = [
     "ARRAY_TYPES",
+    "CPU",
     "DTYPES",
+    "data_ptr",
     "device",
+    "device_of",
     "dtype",
     "from_numpy_dtype",
     "generic",
     "get_array_module",
+    "get_default_device",
     "get_default_dtype",
     "host",
     "is_array",
+    "module_for_device",
     "ndarray",
     "promote_types",
     "register_array_type",
     "result_type",
+    "set_default_device",
     "set_default_dtype",
+    "to_device",
+    "to_device_array",
     "to_dtype",
+    "to_host",
     "xp_of",
 ]

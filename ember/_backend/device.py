@@ -1,8 +1,12 @@
-"""``ember.device``: torch's device object. Only the CPU backs tensors today."""
+"""``ember.device``: torch's device object, and the default device of creation functions.
+
+Tensors live on ``cpu`` (NumPy) or on ``strict``, the CuPy-like CPU stand-in that keeps the
+backend seam honest (``_backend/strict.py``); ``cuda`` is known but has no backend yet."""
 
 from __future__ import annotations
 
-_KNOWN_TYPES = ("cpu", "cuda", "meta", "mps")
+_KNOWN_TYPES = ("cpu", "cuda", "meta", "mps", "strict")
+_BACKED = ("cpu", "strict")  # the device types that have an array backend
 
 
 class device:
@@ -56,16 +60,31 @@ class device:
 
 
 CPU = device("cpu")
+STRICT = device("strict")
+_default = CPU
 
 
 def to_device(value) -> device:
-    """Resolve a device argument; raise torch's error for a backend ember lacks."""
+    """Resolve a device argument (None: the default device); raise torch's error for a backend
+    ember lacks."""
     if value is None:
-        return CPU
+        return _default
     dev = value if isinstance(value, device) else device(value)
-    if dev.type != "cpu":
+    if dev.type not in _BACKED:
         raise AssertionError(
             f"Torch not compiled with CUDA enabled: ember has no {dev.type} backend yet; "
             "use device='cpu' (ember.cuda.is_available() is False)"
         )
-    return CPU
+    return CPU if dev.type == "cpu" else STRICT
+
+
+def get_default_device() -> device:
+    """``torch.get_default_device``: where creation functions put tensors by default."""
+    return _default
+
+
+def set_default_device(value) -> None:
+    """``torch.set_default_device``: creation functions without ``device=`` use ``value``
+    (None resets to the CPU)."""
+    global _default
+    _default = CPU if value is None else to_device(value)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .._backend import xp_of
 from .._tensor import Tensor, _make
 from . import graph
 from .anomaly_mode import detect_anomaly, set_detect_anomaly
@@ -27,7 +28,6 @@ def _as_tuple(x) -> tuple:
 
 def _make_grads(outputs: tuple, grads: tuple, create_graph: bool) -> list:
     """Check user-given output gradients, or create ones for scalar outputs (torch's rules)."""
-    import numpy as np
     if len(grads) != len(outputs):
         raise RuntimeError(f"grad requires one gradient per output: got {len(grads)} gradients "
                            f"for {len(outputs)} outputs")
@@ -40,10 +40,10 @@ def _make_grads(outputs: tuple, grads: tuple, create_graph: bool) -> list:
                 if o._data.dtype.kind != "f":
                     raise RuntimeError("grad can be implicitly created only for real scalar "
                                        f"outputs but got {o.dtype}")
-            g = _make(np.ones(o._data.shape, dtype=o._data.dtype))
+            g = _make(xp_of(o._data).ones(o._data.shape, dtype=o._data.dtype))
         elif not isinstance(g, Tensor):
             if isinstance(g, (int, float)):
-                g = _make(np.full(o._data.shape, g, dtype=o._data.dtype))
+                g = _make(xp_of(o._data).full(o._data.shape, g, dtype=o._data.dtype))
             else:
                 raise TypeError(f"gradients can be either Tensors or None, but got "
                                 f"{type(g).__name__}")
@@ -137,8 +137,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,
                                    "been used in the graph. Set allow_unused=True if this is "
                                    "the desired behavior.")
             if materialize_grads:
-                import numpy as np
-                g = _make(np.zeros(t._data.shape, dtype=t._data.dtype))
+                g = _make(xp_of(t._data).zeros(t._data.shape, dtype=t._data.dtype))
         elif not create_graph and g._requires_grad:
             g = g.detach()
         out.append(g)

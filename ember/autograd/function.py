@@ -10,19 +10,13 @@ from __future__ import annotations
 
 import functools
 
-import numpy as np
-
+from .._backend import host, xp_of
 from .._tensor import Tensor, _make
 from .anomaly_mode import AnomalyMode, capture_trace
 from .grad_mode import no_grad
 from .grad_mode import state as _grad_state
-from .graph import (
-    FREED_MESSAGE,
-    INFERENCE_SAVE_ERROR,
-    Node,
-    _modified_error,
-    next_sequence_nr,
-)
+from .graph import Node
+from .record import emit, link, save
 
 
 class FunctionCtx:
@@ -58,27 +52,7 @@ class BackwardCFunction(Node, FunctionCtx):
 
     @property
     def saved_tensors(self) -> tuple:
-        saved = self._saved
-        if saved is None:
-            raise RuntimeError(FREED_MESSAGE)
-        out = []
-        for entry, version in zip(saved, self._saved_versions):
-            if entry is None:
-                out.append(None)
-            elif isinstance(entry, Tensor):
-                if entry._vc[0] != version:
-                    raise _modified_error(entry, version)
-                out.append(entry)
-            else:  # one of our own outputs, kept as (data, counter, output_nr): no cycle
-                data, counter, nr = entry
-                if counter[0] != version:
-                    raise _modified_error(None, version, data=data, node=self,
-                                          current=counter[0], nr=nr)
-                t = _make(data, self)
-                t._vc = counter
-                t._output_nr = nr
-                out.append(t)
-        return tuple(out)
+        return self._check_saved()
 
     @property
     def saved_variables(self) -> tuple:
@@ -86,8 +60,8 @@ class BackwardCFunction(Node, FunctionCtx):
 
     def backward(self, *grads):
         if self.materialize_grads:
-            grads = tuple(_make(np.zeros(m[0], dtype=m[1])) if g is None else g
-                          for g, m in zip(grads, self._out_meta))
+            grads = tuple(_make(xp_of(like).zeros(m[0], dtype=m[1])) if g is None else g
+                          for g, (m, like) in zip(grads, self._out_meta))
         result = self._forward_cls.backward(self, *grads)
         if not isinstance(result, tuple):
             result = (result,)
@@ -180,17 +154,16 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
 
         if recording:
             node._tensor_args = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor))
-            tensor_args = [args[i] for i in node._tensor_args]
-            node.next_functions = tuple(a._edge() for a in tensor_args)
-            node._in_meta = tuple((a._data.shape, a._data.dtype) for a in tensor_args)
-            node._sequence_nr = next_sequence_nr()
+            link(node, [args[i] for i in node._tensor_args])
             node._trace = capture_trace(2) if AnomalyMode.enabled else None
-            node._num_outputs = len(outputs)
-            node._out_meta = [(o._data.shape, o._data.dtype) if isinstance(o, Tensor)
-                              else ((), np.float32) for o in outputs]
+            # (shape, dtype) and an array of the backend, to materialize missing gradients
+            node._out_meta = [((o._data.shape, o._data.dtype), o._data) if isinstance(o, Tensor)
+                              else (((), host.float32), None) for o in outputs]
 
+        differentiable = []
         for i, o in enumerate(outputs):
             if not isinstance(o, Tensor):
+                differentiable.append(None)  # returned as is
                 continue
             if id(o) in dirty:
                 if recording and o._requires_grad and o._grad_fn is None and grad_on:
@@ -208,38 +181,22 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
                 if id(o) in non_diff:
                     non_diff.add(id(alias))
                 o = outputs[i] = alias
-            if recording and id(o) not in non_diff and o._data.dtype.kind == "f":
-                if id(o) in dirty and o._base is not None and o._view is not None:
-                    from ..ops.inplace import rebase_view  # a view changed in place
-                    rebase_view(o, node, i)
-                    continue
-                o._grad_fn = node
-                o._output_nr = i
-                o._requires_grad = True
-                o._view = None  # a view made in forward: its history is this node, not its base
-            elif id(o) in non_diff:
-                o._requires_grad = False
+            diff = recording and id(o) not in non_diff and o._data.dtype.kind == "f"
+            if diff and id(o) in dirty and o._base is not None and o._view is not None:
+                from ..ops.inplace import rebase_view  # a view changed in place
+                rebase_view(o, node, i)
+                diff = None  # linked by rebase_view
+            differentiable.append(diff)
 
         if recording:
-            out_ids = {id(o): i for i, o in enumerate(outputs) if isinstance(o, Tensor)}
-            saved, versions = [], []
-            for t in node._to_save:
-                if t is None:
-                    saved.append(None)
-                    versions.append(None)
-                elif id(t) in out_ids and t._grad_fn is node:
-                    saved.append((t._data, t._vc, out_ids[id(t)]))
-                    versions.append(t._vc[0])
-                else:
-                    if t._extra is not None and t._extra.inference:
-                        raise RuntimeError(INFERENCE_SAVE_ERROR)
-                    saved.append(t)
-                    versions.append(t._vc[0])
-            node._saved = tuple(saved)
-            node._saved_versions = tuple(versions)
+            emit(node, outputs, differentiable)
+            save(node, node._to_save, tuple(outputs))
         else:
+            for o in outputs:
+                if isinstance(o, Tensor) and id(o) in non_diff:
+                    o._requires_grad = False
             node._saved = tuple(node._to_save)
-            node._saved_versions = tuple(t._vc[0] if t is not None else None
+            node._saved_versions = tuple(t._vc[0] if isinstance(t, Tensor) else None
                                          for t in node._to_save)
         # the node must not hold its outputs (a reference cycle): drop what forward handed it
         node._to_save = node._dirty = node._non_differentiable = ()

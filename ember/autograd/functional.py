@@ -6,8 +6,7 @@ trick, so it needs the function's derivatives to be differentiable (ember's are)
 
 from __future__ import annotations
 
-import numpy as np
-
+from .._backend import xp_of
 from .._tensor import Tensor, _make
 from ..ops.creation import zeros
 from ..ops.joining import stack
@@ -36,8 +35,16 @@ def _grad(outputs, inputs, grad_outputs, create_graph: bool) -> tuple:
                 allow_unused=True)
 
 
+def _zeros_of(t: Tensor) -> Tensor:
+    return _make(xp_of(t._data).zeros(t._data.shape, dtype=t._data.dtype))
+
+
+def _ones_of(t: Tensor) -> Tensor:
+    return _make(xp_of(t._data).ones(t._data.shape, dtype=t._data.dtype))
+
+
 def _fill_none(grads, inputs) -> tuple:
-    return tuple(_make(np.zeros(i._data.shape, dtype=i._data.dtype)) if g is None else g
+    return tuple(_zeros_of(i) if g is None else g
                  for g, i in zip(grads, inputs))
 
 
@@ -52,7 +59,7 @@ def vjp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
             if any(o.numel() != 1 for o in outs):
                 raise RuntimeError("The vector v can only be None if the user-provided function "
                                    "returns a single Tensor with a single element.")
-            v = tuple(_make(np.ones(o._data.shape, dtype=o._data.dtype)) for o in outs)
+            v = tuple(_ones_of(o) for o in outs)
         vs, _ = _tuple(v)
         grads = _fill_none(_grad(outs, ins, vs, create_graph), ins)
     out = out if create_graph else (tuple(o.detach() for o in outs) if out_tuple
@@ -68,13 +75,13 @@ def jvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
         if any(i.numel() != 1 for i in inputs):
             raise RuntimeError("The vector v can only be None if the input to the user-provided "
                                "function is a single Tensor with a single element.")
-        v = tuple(_make(np.ones(i._data.shape, dtype=i._data.dtype)) for i in inputs)
+        v = tuple(_ones_of(i) for i in inputs)
     vs, _ = _tuple(v)
     with enable_grad():
         ins = _prepare(inputs, create_graph)
         out = func(*ins)
         outs, out_tuple = _tuple(out)
-        dummies = tuple(_make(np.zeros(o._data.shape, dtype=o._data.dtype)).requires_grad_()
+        dummies = tuple(_zeros_of(o).requires_grad_()
                         for o in outs)
         g = _fill_none(_grad(outs, ins, dummies, True), ins)
         from . import grad
@@ -103,7 +110,7 @@ def jacobian(func, inputs, create_graph: bool = False, strict: bool = False,
             rows = [[] for _ in ins]
             flat_n = o.numel()
             for e in range(flat_n):
-                seed = np.zeros(flat_n, dtype=o._data.dtype)
+                seed = xp_of(o._data).zeros(flat_n, dtype=o._data.dtype)
                 seed[e] = 1
                 gs = _fill_none(_grad((o,), ins, (_make(seed.reshape(o._data.shape)),),
                                       create_graph), ins)
@@ -114,7 +121,7 @@ def jacobian(func, inputs, create_graph: bool = False, strict: bool = False,
                 if rows[k]:
                     j = stack(rows[k]).reshape(tuple(o.shape) + tuple(i.shape))
                 else:
-                    j = zeros(tuple(o.shape) + tuple(i.shape), dtype=i.dtype)
+                    j = zeros(tuple(o.shape) + tuple(i.shape), dtype=i.dtype, device=i.device)
                 per_input.append(j)
             jac.append(tuple(per_input) if is_tuple else per_input[0])
     return tuple(jac) if out_tuple else jac[0]
@@ -141,7 +148,7 @@ def vhp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
         if out.numel() != 1:
             raise RuntimeError("The function given to vhp should return a single Tensor with a "
                                "single element.")
-        g = _fill_none(_grad((out,), ins, (_make(np.ones_like(out._data)),), True), ins)
+        g = _fill_none(_grad((out,), ins, (_ones_of(out),), True), ins)
         pairs = [(gi, vi) for gi, vi in zip(g, vs) if gi.requires_grad]
         from . import grad
         res = grad([p[0] for p in pairs], ins, [p[1] for p in pairs], create_graph=create_graph,

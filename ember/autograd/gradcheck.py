@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import warnings
 
-import numpy as np
-
+from .._backend import host, to_host, xp_of
 from .._tensor import Tensor, _make
 
 
@@ -30,14 +29,19 @@ def _outputs(func, inputs) -> tuple:
     return tuple(o for o in _as_tuple(func(*inputs)))
 
 
-def _numerical_jacobians(func, inputs, eps: float) -> list[list[np.ndarray]]:
+def _as_float64(array):
+    """A host float64 copy of ``array`` as a flat row of the Jacobian."""
+    return host.asarray(to_host(array), dtype=host.float64).reshape(-1)
+
+
+def _numerical_jacobians(func, inputs, eps: float) -> list:
     """jac[i][j]: d output j / d input i, shape (input numel, output numel)."""
     diff = _diff_inputs(inputs)
     outs = _outputs(func, inputs)  # not under no_grad: func may itself call autograd
-    jacs = [[np.zeros((t.numel(), o.numel())) for o in outs] for _, t in diff]
+    jacs = [[host.zeros((t.numel(), o.numel())) for o in outs] for _, t in diff]
     for k, (_, t) in enumerate(diff):
         flat = t._data.reshape(-1)  # a view when contiguous; else perturb via a copy below
-        contiguous = np.shares_memory(flat, t._data)
+        contiguous = xp_of(t._data).shares_memory(flat, t._data)
         for e in range(t.numel()):
             orig = flat[e]
             vals = []
@@ -45,14 +49,13 @@ def _numerical_jacobians(func, inputs, eps: float) -> list[list[np.ndarray]]:
                 if contiguous:
                     flat[e] = orig + sign * eps
                 else:
-                    idx = np.unravel_index(e, t._data.shape)
+                    idx = host.unravel_index(e, t._data.shape)
                     t._data[idx] = orig + sign * eps
-                vals.append([np.asarray(o._data, dtype=np.float64).reshape(-1).copy()
-                             for o in _outputs(func, inputs)])
+                vals.append([_as_float64(o._data).copy() for o in _outputs(func, inputs)])
             if contiguous:
                 flat[e] = orig
             else:
-                t._data[np.unravel_index(e, t._data.shape)] = orig
+                t._data[host.unravel_index(e, t._data.shape)] = orig
             for j in range(len(outs)):
                 jacs[k][j][e] = (vals[0][j] - vals[1][j]) / (2 * eps)
     return jacs
@@ -62,19 +65,19 @@ def _analytical_jacobians(func, inputs, nondet_tol: float = 0.0):
     from . import grad as autograd_grad
     diff = _diff_inputs(inputs)
     outs = _outputs(func, inputs)
-    jacs = [[np.zeros((t.numel(), o.numel())) for o in outs] for _, t in diff]
+    jacs = [[host.zeros((t.numel(), o.numel())) for o in outs] for _, t in diff]
     tensors = [t for _, t in diff]
     for j, o in enumerate(outs):
         if not o.requires_grad:
             continue
         for e in range(o.numel()):
-            seed = np.zeros(o._data.size, dtype=o._data.dtype)
+            seed = xp_of(o._data).zeros(o._data.size, dtype=o._data.dtype)
             seed[e] = 1
             grads = autograd_grad(o, tensors, _make(seed.reshape(o._data.shape)),
                                   retain_graph=True, allow_unused=True)
             for k, g in enumerate(grads):
                 if g is not None:
-                    jacs[k][j][:, e] = np.asarray(g._data, dtype=np.float64).reshape(-1)
+                    jacs[k][j][:, e] = _as_float64(g._data)
     return outs, jacs
 
 
@@ -101,7 +104,7 @@ def gradcheck(func, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: floa
     for k, (i, _) in enumerate(diff):
         for j in range(len(outs)):
             a, n = analytical[k][j], numerical[k][j]
-            if not np.allclose(a, n, rtol=rtol, atol=atol):
+            if not host.allclose(a, n, rtol=rtol, atol=atol):
                 msg = (f"Jacobian mismatch for output {j} with respect to input {i},\n"
                        f"numerical:{_fmt(n)}\nanalytical:{_fmt(a)}\n")
                 if raise_exception:
@@ -110,7 +113,7 @@ def gradcheck(func, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: floa
     return True
 
 
-def _fmt(m: np.ndarray) -> str:
+def _fmt(m) -> str:
     from .._tensor_str import tensor_repr
     return tensor_repr(_make(m))
 
@@ -127,11 +130,10 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps: float = 1e-6, atol: f
     inputs = _as_tuple(inputs)
     outs = _outputs(func, inputs)
     if grad_outputs is None:
-        rng = np.random.default_rng(0)
+        rng = host.random.default_rng(0)  # drawn on the host, then copied to each output's device
         grad_outputs = tuple(
-            _make(rng.standard_normal(o._data.shape)).requires_grad_(True)
-            if o._data.dtype == np.float64 else
-            _make(rng.standard_normal(o._data.shape).astype(o._data.dtype)).requires_grad_(True)
+            _make(xp_of(o._data).asarray(rng.standard_normal(o._data.shape).astype(
+                o._data.dtype, copy=False))).requires_grad_(True)
             for o in outs)
     else:
         grad_outputs = _as_tuple(grad_outputs)

@@ -4,6 +4,11 @@ A node holds edges to the nodes of its inputs (``next_functions``, as ``(node, o
 pairs, ``(None, 0)`` for an input that needs no grad) and what its backward needs. It never
 holds its own outputs: a saved output is kept as its array and rebuilt on unpack, so graphs
 have no reference cycles and a dropped graph is freed at once, without the garbage collector.
+Nodes are linked into the graph by ``record.py``, the one recording path.
+
+The engine calls ``node.run(grads)`` (Tensors in and out, while recording a graph of the
+backward pass) or ``node.run_raw(grads)`` (arrays in and out, no graph): the default wraps
+the arrays as Tensors around ``backward``; an op with a ``raw_backward`` rule skips that.
 """
 
 from __future__ import annotations
@@ -11,6 +16,8 @@ from __future__ import annotations
 import itertools
 import sys
 
+from .._backend import from_numpy_dtype, generic, host
+from .._tensor import Tensor, _make
 from ..utils.hooks import HookDict, add_hook
 
 _sequence = itertools.count()
@@ -70,9 +77,33 @@ class Node:
     def __repr__(self) -> str:
         return f"<{self.name()} object at {hex(id(self))}>"
 
-    # The engine calls this with one gradient per output (None where none flowed).
+    # One gradient per output (None where none flowed) in, one per input out.
     def backward(self, *grads):
         raise NotImplementedError(f"Differentiation rule for '{self.name()}' is not implemented")
+
+    def run(self, grads: list) -> tuple:
+        """``backward`` on Tensor gradients, as a tuple (empty if no gradient reached a
+        single-output node)."""
+        if len(grads) == 1:
+            g = grads[0]
+            if g is None:
+                return ()
+            out = self.backward(g)
+        else:
+            out = self.backward(*grads)
+        return out if type(out) is tuple else (out,)
+
+    def run_raw(self, grads: list) -> tuple:
+        """``run`` on arrays, arrays out: the engine's path when it records no graph."""
+        fast = self.raw_backward
+        if fast is not None and len(grads) == 1:
+            g = grads[0]
+            if g is None:
+                return ()
+            out = fast(g)
+            return out if type(out) is tuple else (out,)
+        out = self.run([wrap(g) for g in grads])
+        return tuple([g._data if isinstance(g, Tensor) else g for g in out])
 
     def _release(self) -> None:
         """Free what backward needed; a second backward then raises FREED_MESSAGE."""
@@ -112,13 +143,32 @@ class Node:
 
     # --- saved tensors ---
     def _check_saved(self) -> tuple:
+        """The saved tensors, each checked against its version when saved. A saved output of
+        this node (kept as ``(array, counter, output_nr)``, see ``record.save``) is rebuilt."""
         saved = self._saved
         if saved is None:
             raise RuntimeError(FREED_MESSAGE)
+        rebuilt = False
         for t, version in zip(saved, self._saved_versions):
-            if version is not None and t._vc[0] != version:
+            if version is None:
+                continue
+            if type(t) is tuple:
+                rebuilt = True
+                data, counter, nr = t
+                if counter[0] != version:
+                    raise _modified_error(None, version, data=data, node=self,
+                                          current=counter[0], nr=nr)
+            elif t._vc[0] != version:
                 raise _modified_error(t, version)
+        if rebuilt:
+            return tuple([self._rebuild_output(*t) if type(t) is tuple else t for t in saved])
         return saved
+
+    def _rebuild_output(self, data, counter: list, nr: int) -> Tensor:
+        t = _make(data, self)
+        t._vc = counter
+        t._output_nr = nr
+        return t
 
     def _unpack_output(self):
         saved = self._saved_out
@@ -127,8 +177,7 @@ class Node:
         data, counter, version = saved
         if counter[0] != version:
             raise _modified_error(None, version, data=data, node=self, current=counter[0])
-        from .._tensor import _make_view_of_output
-        return _make_view_of_output(data, self, counter)
+        return self._rebuild_output(data, counter, 0)
 
     def saved_output_array(self):
         """The saved output's array (for ``raw_backward`` rules), checked as on unpack."""
@@ -148,7 +197,6 @@ def _modified_error(t, expected: int, data=None, node=None, current=None,
     if t is not None:
         data, node, current, nr = t._data, t._grad_fn, t._vc[0], t._output_nr
     where = f", which is output {nr} of {_op_name(node)}," if node is not None else ""
-    from .._backend import from_numpy_dtype
     dtype = from_numpy_dtype(data.dtype)
     shape = ", ".join(str(s) for s in data.shape)
     return RuntimeError(
@@ -193,69 +241,99 @@ class AccumulateGrad(Node):
         pass
 
 
-def print_graph(output, file=None, params: dict | None = None) -> None:
-    """Print the backward graph of ``output`` (a tensor, a ``grad_fn``, or a tuple/list of
-    them) as an indented tree, inputs in ``next_functions`` order. A leaf shows its name
-    from ``params`` (``dict(model.named_parameters())``) and its shape; a node reached again
-    is marked ``[#k]`` where first drawn and referenced as ``[#k] (shown above)`` afterwards.
-    Iterative, so any depth works: every 32 levels the indentation wraps to the left margin."""
-    from .._tensor import Tensor
+def wrap(g) -> Tensor | None:
+    """A raw gradient (an array, a NumPy scalar or None) as a Tensor, for ``backward`` rules
+    and hooks."""
+    if g is None or isinstance(g, Tensor):
+        return g
+    if isinstance(g, generic):  # NumPy gives scalars for 0-d results
+        g = host.asarray(g)
+    return _make(g)
 
-    names = {id(v): k for k, v in (params or {}).items()}
-    roots = []
-    for out in output if isinstance(output, (tuple, list)) else (output,):
-        if isinstance(out, Tensor):
-            if out.grad_fn is None:
-                state = "a leaf that requires grad" if out.requires_grad else \
-                    "does not require grad"
-                roots.append(f"<tensor of shape {tuple(out.shape)}: no grad_fn, {state}>")
-                continue
-            out = out.grad_fn
-        roots.append(out)
 
-    # nodes reached along more than one edge get a reference number
-    seen_once, shared, stack = set(), {}, [r for r in roots if isinstance(r, Node)]
-    while stack:
-        node = stack.pop()
-        if id(node) in seen_once:
-            shared.setdefault(id(node), 0)
-            continue
-        seen_once.add(id(node))
-        stack.extend(n for n, _ in node.next_functions or () if n is not None)
+def unwrap(g):
+    return g._data if isinstance(g, Tensor) else g
 
-    def label(node) -> str:
-        name = type(node).__name__
-        if isinstance(node, AccumulateGrad):
-            var = node.variable
-            shape = tuple(var.shape)
-            name += f" ({names[id(var)]}: {shape})" if id(var) in names else f" ({shape})"
-        return name
 
-    write = (file if file is not None else sys.stdout).write
-    refs: dict[int, int] = {}
-    wrap = 32
-    # (node, prefix of this line, prefix for its children, depth)
-    stack = [(r, "", "", 0) for r in reversed(roots)]
-    while stack:
-        node, prefix, child_prefix, depth = stack.pop()
-        if isinstance(node, str):
-            write(node + "\n")
-            continue
-        text = label(node)
-        key = id(node)
-        if key in shared:
-            if key in refs:
-                write(f"{prefix}{text} [#{refs[key]}] (shown above)\n")
-                continue
-            refs[key] = len(refs) + 1
-            text += f" [#{refs[key]}]"
-        write(prefix + text + "\n")
-        children = [n for n, _ in node.next_functions or () if n is not None]
-        if children and (depth + 1) % wrap == 0:
-            write(f"{child_prefix}└─ ... (depth {depth + 1} continues at the left margin)\n")
-            stack.extend((n, "", "", depth + 1) for n in reversed(children))
-            continue
-        for i in range(len(children) - 1, -1, -1):
-            last = i == len(children) - 1
-            stack.append((children[i], child_prefix + ("└─ " if last else "├─ "),
-                          child_prefix + ("   " if last else "│  "), depth + 1))
+# --------------------------------------------------------------------------- hooks
+
+
+def checked_hook_result(fn, grad: Tensor, res) -> Tensor:
+    """A tensor hook's replacement gradient, refused (as torch does) if it changes kind."""
+    if not isinstance(res, Tensor):
+        raise TypeError(f"expected Variable, but hook returned '{type(res).__name__}'")
+    name = getattr(fn, "__name__", repr(fn))
+    if res._data.shape != grad._data.shape:
+        raise RuntimeError(f"hook '{name}' has changed the size of value")
+    if res._data.dtype != grad._data.dtype:
+        raise RuntimeError(f"hook '{name}' has changed the type of value (was {grad.type()} "
+                           f"got {res.type()})")
+    return res
+
+
+def run_pre_hooks(hooks: _NodeHooks, grads_in: list) -> list:
+    """Tensor hooks on each output's gradient, retain_grad, then the node's pre-hooks."""
+    for nr, registry in hooks.tensor_pre.items():
+        for fn in list(registry.values()):
+            g = grads_in[nr]
+            if g is None:
+                break
+            res = fn(g)
+            if res is not None:
+                grads_in[nr] = checked_hook_result(fn, g, res)
+    for nr, fn in hooks.retain.items():
+        if grads_in[nr] is not None:
+            fn(grads_in[nr])
+    for fn in list(hooks.pre.values()):
+        res = fn(tuple(grads_in))
+        if res is not None:
+            grads_in = list(res)
+    return grads_in
+
+
+def run_post_hooks(hooks: _NodeHooks, grads_out: tuple, grads_in: list) -> tuple:
+    for fn in list(hooks.post.values()):
+        res = fn(grads_out, tuple(grads_in))
+        if res is not None:
+            grads_out = tuple(res)
+    return grads_out
+
+
+def run_leaf_hooks(var: Tensor, grad: Tensor | None) -> Tensor | None:
+    extra = var._extra
+    if grad is not None and extra is not None and extra.hooks:
+        for fn in list(extra.hooks.values()):
+            res = fn(grad)
+            if res is not None:
+                grad = checked_hook_result(fn, grad, res)
+    return grad
+
+
+def accumulate_leaf(var: Tensor, grad, create_graph: bool) -> None:
+    """What AccumulateGrad does: run the leaf's hooks, then add into ``var.grad`` (torch's
+    rules). ``grad`` is a Tensor with ``create_graph``, else a raw array."""
+    extra = var._extra
+    if create_graph:
+        grad = run_leaf_hooks(var, grad)
+    elif extra is not None and extra.hooks:
+        grad = run_leaf_hooks(var, wrap(grad))._data
+    old = var._grad
+    if old is None:
+        # a private copy (the same gradient may reach several leaves): with create_graph, a
+        # differentiable one, CopyBackwards as in torch
+        if not create_graph:
+            var._grad = _make(grad.copy())
+        elif grad._requires_grad:
+            var._grad = _make(grad._data.copy()).copy_(grad)
+        else:
+            var._grad = _make(grad._data.copy())
+    elif create_graph:
+        var._grad = old + grad
+    elif not old._data.flags.writeable:
+        var._grad = wrap(old._data + grad)
+    else:  # in place, as torch does outside create_graph (even into a grad that has history)
+        old._data += grad
+        old._vc[0] += 1
+    if extra is not None and extra.post_acc_hooks:
+        for fn in list(extra.post_acc_hooks.values()):
+            fn(var)

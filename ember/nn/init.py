@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import warnings
 
+from .._backend import host, xp_of
 from .._tensor import Tensor
 from ..autograd.grad_mode import no_grad
 
@@ -190,8 +191,6 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
                   b: float = 2.0, generator=None) -> Tensor:
     """N(mean, std^2) truncated to [a, b]: values outside are redrawn (torch 2.13's method:
     normal rejection when [a, b] holds > 30% of the mass, else uniform-proposal rejection)."""
-    import numpy as np
-
     from ..random import rng
     if (mean < a - 2 * std) or (mean > b + 2 * std):
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The "
@@ -199,7 +198,7 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
     gen = rng(generator)
     shape = tuple(tensor.shape)
     dt = tensor._data.dtype
-    lo, hi = float(np.asarray(a, dtype=dt)), float(np.asarray(b, dtype=dt))
+    lo, hi = float(host.asarray(a, dtype=dt)), float(host.asarray(b, dtype=dt))
 
     def cdf(x: float) -> float:
         return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
@@ -214,20 +213,20 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
     else:
         mode = max(a, min(mean, b))
         log_peak = -0.5 * ((mode - mean) / std) ** 2
-        out = np.empty(shape, dtype=np.float64)
-        pending = np.ones(shape, dtype=bool)
+        out = host.empty(shape, dtype=host.float64)
+        pending = host.ones(shape, dtype=bool)
         while pending.any():
             n = int(pending.sum())
             cand = gen.uniform(a, b, n)
             log_pdf = -0.5 * ((cand - mean) / std) ** 2 - log_peak
-            accept = np.log(gen.uniform(0.0, 1.0, n)) <= log_pdf
-            idx = np.flatnonzero(pending)[accept]
+            accept = host.log(gen.uniform(0.0, 1.0, n)) <= log_pdf
+            idx = host.flatnonzero(pending)[accept]
             out.reshape(-1)[idx] = cand[accept]
             pending.reshape(-1)[idx] = False
-        out = np.clip(out.astype(dt), lo, hi)
+        out = host.clip(out.astype(dt), lo, hi)
     from .._tensor import _make
     with no_grad():
-        tensor.copy_(_make(out))
+        tensor.copy_(_make(xp_of(tensor._data).asarray(out)))  # drawn on the host
     return tensor
 
 

@@ -17,19 +17,23 @@ The engine reduces broadcast gradients to each input's shape and dtype, so rules
 
 from __future__ import annotations
 
-import numpy as np
-
 from .._backend import dtypes as _dt
+from .._backend import generic, host, is_array, ndarray, xp_of
 from .._tensor import Tensor, _make, _refresh_view
 from ..autograd.anomaly_mode import AnomalyMode, capture_trace
 from ..autograd.grad_mode import state as _grad_state
 from ..autograd.graph import INFERENCE_SAVE_ERROR, Node, next_sequence_nr
+from ..autograd.record import NO_EDGE, link, needs_recording, record, save
 
 _new = object.__new__
-_ndarray = np.ndarray
-_asarray = np.asarray
 _FROM_NP = _dt._FROM_NP
-_NO_EDGE = (None, 0)
+
+
+def as_array(out):
+    """A forward's result as an array of its backend (NumPy gives scalars for 0-d results)."""
+    if isinstance(out, generic) or not is_array(out):
+        return host.asarray(out)
+    return out
 
 
 class Op(Node):
@@ -60,7 +64,7 @@ class Op(Node):
     def tensor_backward(self, grad) -> tuple:
         """``backward`` on a raw gradient, raw gradients out: what a ``raw_backward`` rule
         returns for the cases it does not compute itself (see ``raw_operand``)."""
-        out = self.backward(_make(grad if type(grad) is _ndarray else _asarray(grad)))
+        out = self.backward(_make(grad if type(grad) is ndarray else as_array(grad)))
         if type(out) is not tuple:
             return out._data if isinstance(out, Tensor) else out
         return tuple([g._data if isinstance(g, Tensor) else g for g in out])
@@ -71,30 +75,57 @@ class Op(Node):
         node = _new(cls)
         arrays = [x._data if isinstance(x, Tensor) else x for x in inputs]
         out = node.forward(*arrays, *params)
-        if type(out) is not _ndarray:
-            out = _asarray(out)
+        if type(out) is not ndarray:
+            out = as_array(out)
         if _grad_state.grad_enabled:
             for x in inputs:
                 if isinstance(x, Tensor) and x._requires_grad:
-                    return _record(node, inputs, out)
+                    return record_op(node, inputs, out)
         return _make(out)
+
+
+def record_op(node: Op, inputs, out) -> Tensor:
+    """Record a one-output op through the recording path, saving what the class declares."""
+    link(node, inputs)
+    want = node.save_inputs
+    if want:
+        save(node, tuple(inputs) if len(want) == len(inputs) else
+             tuple([inputs[i] for i in want]))
+    else:
+        node._saved = node._saved_versions = ()
+    t = _output(node, out)
+    return t
+
+
+def record_outputs(node: Op, inputs, outs) -> tuple:
+    """The arrays ``outs`` of one multi-output ``node`` as Tensors (recorded if grad is needed:
+    one node for all, whose backward receives one gradient per output)."""
+    outs = [o if type(o) is ndarray else as_array(o) for o in outs]
+    if needs_recording(inputs, _grad_state.grad_enabled):
+        return tuple(record(node, inputs, outs, tuple([inputs[i] for i in node.save_inputs])))
+    return tuple(_make(o) for o in outs)
+
+
+# NOTE: the unary and binary forms below inline ``link``/``save``/``emit`` of
+# ``autograd/record.py`` for the one-output case: recording is the per-op cost that dominates
+# small tensors, and inlining it measured ~0.5 µs/op faster of ~4.2 µs/op forward+backward
+# (benchmarks/overhead.py). They must stay equivalent to ``record_op``; the op table's
+# tests run every op through them.
 
 
 def apply1(cls, x: Tensor, *params) -> Tensor:
     """``cls.apply`` for the common one-tensor case, without the generic loops."""
     node = _new(cls)
     out = node.forward(x._data, *params)
-    if type(out) is not _ndarray:
-        out = _asarray(out)
+    if type(out) is not ndarray:
+        out = as_array(out)
     if x._requires_grad and _grad_state.grad_enabled:
         return _record1(node, x, out)
     return _make(out)
 
 
-def _output(node: Op, out: np.ndarray) -> Tensor:
-    """The recorded output: ``_make(out, node)`` inlined (recording implies no inference
-    mode), and the node's saved output if it keeps one. ``_record1``/``_record2`` inline
-    this in turn."""
+def _output(node: Op, out) -> Tensor:
+    """The recorded output (``record.emit`` for one output, inlined)."""
     t = _new(Tensor)
     t._data = out
     t._grad_fn = node
@@ -118,8 +149,8 @@ def _saved_versions(saved: tuple) -> tuple:
     return tuple(versions)
 
 
-def _record1(node: Op, x: Tensor, out: np.ndarray) -> Tensor:
-    """``_record`` for one Tensor input (unary ops): straight-line, no loops."""
+def _record1(node: Op, x: Tensor, out) -> Tensor:
+    """``record_op`` for one Tensor input (unary ops): straight-line, no loops."""
     if x._base is not None:
         _refresh_view(x)
     fn = x._grad_fn
@@ -135,7 +166,7 @@ def _record1(node: Op, x: Tensor, out: np.ndarray) -> Tensor:
     save = node.save_inputs
     if save:
         if len(save) != 1:
-            return _record(node, (x,), out)
+            return record_op(node, (x,), out)
         if x._extra is not None and x._extra.inference:
             raise RuntimeError(INFERENCE_SAVE_ERROR)
         node._saved = (x,)
@@ -153,42 +184,7 @@ def _record1(node: Op, x: Tensor, out: np.ndarray) -> Tensor:
     return t
 
 
-def _record(node: Op, inputs, out: np.ndarray) -> Tensor:
-    """Link ``node`` into the graph: edges, input metadata, saved tensors; wrap ``out``."""
-    edges = []
-    meta = []
-    for x in inputs:  # one pass, Tensor._edge inlined: this runs for every recorded op
-        if isinstance(x, Tensor):
-            if x._base is not None:
-                _refresh_view(x)
-            fn = x._grad_fn
-            if fn is not None:
-                edges.append((fn, x._output_nr))
-            elif x._requires_grad:
-                edges.append((x._accumulator(), 0))
-            else:
-                edges.append(_NO_EDGE)
-            d = x._data
-            meta.append((d.shape, d.dtype))
-        else:
-            edges.append(_NO_EDGE)
-            meta.append(None)
-    node.next_functions = tuple(edges)
-    node._in_meta = tuple(meta)
-    node._sequence_nr = next_sequence_nr()
-    node._hooks = None
-    node._trace = capture_trace() if AnomalyMode.enabled else None
-    save = node.save_inputs
-    if save:
-        saved = tuple(inputs) if len(save) == len(inputs) else tuple([inputs[i] for i in save])
-        node._saved = saved
-        node._saved_versions = _saved_versions(saved)
-    else:
-        node._saved = node._saved_versions = ()
-    return _output(node, out)
-
-
-def raw_operand(x, grad: np.ndarray):
+def raw_operand(x, grad):
     """For a ``raw_backward`` rule: the operand ``x`` (a saved Tensor or Python number) as
     ``grad <op> x`` sees it when no promotion happens: x's array if it has grad's dtype, a
     Python number as is (grads are floating, so NumPy keeps their dtype as torch does). None
@@ -267,43 +263,43 @@ class BinaryOp(Op):
         try:
             out = node.forward(ad, bd, *params)
         except ValueError:
-            err = broadcast_error(np.shape(ad), np.shape(bd))
+            err = broadcast_error(getattr(ad, "shape", ()), getattr(bd, "shape", ()))
             if err is None:
                 raise
             raise err from None
-        if type(out) is not _ndarray:
-            out = _asarray(out)
+        if type(out) is not ndarray:
+            out = as_array(out)
         if ((ta and a._requires_grad) or (tb and b._requires_grad)) and _grad_state.grad_enabled:
             return _record2(node, a, b, ta, tb, out)
         return _make(out)
 
 
-def _record2(node: Op, a, b, ta: bool, tb: bool, out: np.ndarray) -> Tensor:
+def _record2(node: Op, a, b, ta: bool, tb: bool, out) -> Tensor:
     """``_record`` for two operands (``ta``/``tb``: which are Tensors): straight-line."""
     if ta:
         if a._base is not None:
             _refresh_view(a)
         fn = a._grad_fn
         ea = (fn, a._output_nr) if fn is not None else (
-            (a._accumulator(), 0) if a._requires_grad else _NO_EDGE)
+            (a._accumulator(), 0) if a._requires_grad else NO_EDGE)
         d = a._data
         ma = (d.shape, d.dtype)
     else:
-        ea = _NO_EDGE
+        ea = NO_EDGE
         ma = None
     if tb:
         if b._base is not None:
             _refresh_view(b)
         fn = b._grad_fn
         eb = (fn, b._output_nr) if fn is not None else (
-            (b._accumulator(), 0) if b._requires_grad else _NO_EDGE)
+            (b._accumulator(), 0) if b._requires_grad else NO_EDGE)
         d = b._data
         shape = d.shape
         # one metadata pair when the operands agree: fewer objects kept per node (the
         # collector's work on long graphs grows with them)
         mb = ma if ta and shape == ma[0] and d.dtype is ma[1] else (shape, d.dtype)
     else:
-        eb = _NO_EDGE
+        eb = NO_EDGE
         mb = None
     node.next_functions = (ea, eb)
     node._in_meta = (ma, mb)
@@ -312,9 +308,9 @@ def _record2(node: Op, a, b, ta: bool, tb: bool, out: np.ndarray) -> Tensor:
     node._trace = capture_trace() if AnomalyMode.enabled else None
     if node.save_inputs:
         if node.save_crosswise:
-            if eb is _NO_EDGE:
+            if eb is NO_EDGE:
                 a = None
-            if ea is _NO_EDGE:
+            if ea is NO_EDGE:
                 b = None
             ta = ta and a is not None
             tb = tb and b is not None
@@ -355,9 +351,10 @@ def wrap_scalar(value, like: Tensor | None = None) -> Tensor:
     if isinstance(value, Tensor):
         return value
     if like is not None:
-        return _make(np.asarray(value, dtype=like._data.dtype))
-    return _make(np.asarray(value, dtype=_dt._scalar_dtype(value).np))
+        d = like._data
+        return _make(xp_of(d).asarray(value, dtype=d.dtype))
+    return _make(host.asarray(value, dtype=_dt._scalar_dtype(value).np))
 
 
-def dtype_of(arr: np.ndarray) -> _dt.dtype:
+def dtype_of(arr) -> _dt.dtype:
     return _FROM_NP[arr.dtype]

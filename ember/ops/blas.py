@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import numpy as np
-
+from .._backend import host
 from .._tensor import Tensor
 from ._op import BinaryOp
 from .elementwise import scalar_name
@@ -63,7 +62,7 @@ class DotBackward0(BinaryOp):
     save_crosswise = True
 
     def forward(self, a, b):
-        return np.dot(a, b)
+        return a.dot(b)
 
     def backward(self, grad):
         a, b = self.saved()
@@ -79,7 +78,7 @@ class BmmBackward0(BinaryOp):
     save_crosswise = True
 
     def forward(self, a, b):
-        return np.matmul(a, b)
+        return a @ b
 
     def backward(self, grad):
         a, b = self.saved()
@@ -99,7 +98,7 @@ class MatmulBackward0(BinaryOp):
     save_inputs = (0, 1)
 
     def forward(self, a, b):
-        return np.matmul(a, b)
+        return a @ b
 
     def backward(self, grad):
         a, b = self.saved()
@@ -211,7 +210,7 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{sa[-1]} and "
                            f"{sb[-2 if db > 1 else 0]}x{cols})")
     try:
-        np.broadcast_shapes(sa[:-2], sb[:-2])
+        host.broadcast_shapes(sa[:-2], sb[:-2])
     except ValueError:
         raise RuntimeError(f"The size of tensor a ({sa[-3]}) must match the size "
                            f"of tensor b ({sb[-3]}) at non-singleton dimension 0") from None

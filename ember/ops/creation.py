@@ -1,21 +1,27 @@
 """Tensor factories: tensor, as_tensor, from_numpy, zeros/ones/full/empty(+_like), eye,
-arange, linspace, rand/randn/randint(+_like), with torch's dtype inference and arguments."""
+arange, linspace, rand/randn/randint(+_like), with torch's dtype inference and arguments;
+and ``to_device_copy``, the differentiable move between devices behind ``Tensor.to``.
+
+Without ``device=`` a factory uses the default device (``set_default_device``); a ``*_like``
+uses its input's. Values computed on the host (data, ranges, random draws) are copied over.
+"""
 
 from __future__ import annotations
 
 import math
 
-import numpy as np
-
+from .._backend import device_of, host, is_array, module_for_device, ndarray, to_device_array
 from .._backend import dtypes as _dt
+from .._backend.device import device as _device
 from .._backend.device import to_device
 from .._tensor import REQUIRES_GRAD_DTYPE_ERROR, Size, Tensor, _as_array, _make
 from ..random import rng
+from ._op import Op, apply1
 
 
-def _finish(data: np.ndarray, requires_grad: bool, device=None) -> Tensor:
-    to_device(device)
-    t = _make(data)
+def _finish(data: ndarray, requires_grad: bool, device=None) -> Tensor:
+    """The new tensor: ``data`` on ``device`` (None: the default device), copied if elsewhere."""
+    t = _make(to_device_array(data, to_device(device)))
     if requires_grad:
         if data.dtype.kind != "f":
             raise RuntimeError(REQUIRES_GRAD_DTYPE_ERROR[0].upper() + REQUIRES_GRAD_DTYPE_ERROR[1:])
@@ -30,7 +36,7 @@ def _size(size, op: str) -> tuple:
     for s in size:
         if isinstance(s, Tensor):
             s = int(s.item())
-        if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
+        if not isinstance(s, (int, host.integer)) or isinstance(s, bool):
             raise TypeError(f"{op}(): argument 'size' (position 1) must be tuple of ints, but "
                             f"found element of type {type(s).__name__} at pos {len(out)}")
         if s < 0:
@@ -40,7 +46,7 @@ def _size(size, op: str) -> tuple:
     return tuple(out)
 
 
-def _float_dtype(dtype) -> np.dtype:
+def _float_dtype(dtype) -> host.dtype:
     return _dt.to_dtype(dtype).np if dtype is not None else _dt.get_default_dtype().np
 
 
@@ -61,16 +67,17 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
     """``torch.as_tensor``: share memory with a Tensor or ndarray when no conversion is needed."""
     dt = _dt.to_dtype(dtype) if dtype is not None else None
     if isinstance(data, Tensor):
-        return data if dt is None else data.to(dt)
-    if isinstance(data, np.ndarray) and (dt is None or dt.np == data.dtype):
+        data = data if dt is None else data.to(dt)
+        return data if device is None else data.to(device)
+    if is_array(data) and (dt is None or dt.np == data.dtype):
         _dt.from_numpy_dtype(data.dtype)
         return _finish(data, False, device)
     return _finish(_as_array(data, dt), False, device)
 
 
-def from_numpy(ndarray: np.ndarray) -> Tensor:
-    """``torch.from_numpy``: a tensor sharing the array's memory (changes show in both)."""
-    if not isinstance(ndarray, np.ndarray):
+def from_numpy(ndarray: ndarray) -> Tensor:
+    """``torch.from_numpy``: a CPU tensor sharing the array's memory (changes show in both)."""
+    if not isinstance(ndarray, host.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
     _dt.from_numpy_dtype(ndarray.dtype)
     return _make(ndarray)
@@ -78,7 +85,8 @@ def from_numpy(ndarray: np.ndarray) -> Tensor:
 
 def _filled(size, fill, dtype, device, requires_grad, op):
     shape = _size(size, op)
-    return _finish(np.full(shape, fill, dtype=_float_dtype(dtype)), requires_grad, device)
+    xp = module_for_device(to_device(device))
+    return _finish(xp.full(shape, fill, dtype=_float_dtype(dtype)), requires_grad, device)
 
 
 def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False) -> Tensor:
@@ -95,7 +103,8 @@ def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=F
           pin_memory=False, memory_format=None) -> Tensor:
     """``torch.empty``: uninitialised memory."""
     shape = _size(size, "empty")
-    return _finish(np.empty(shape, dtype=_float_dtype(dtype)), requires_grad, device)
+    xp = module_for_device(to_device(device))
+    return _finish(xp.empty(shape, dtype=_float_dtype(dtype)), requires_grad, device)
 
 
 def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None,
@@ -106,33 +115,39 @@ def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None,
     if dtype is None:
         dtype = _dt._scalar_dtype(fill_value)
     shape = _size((size,), "full")
-    return _finish(np.full(shape, fill_value, dtype=_dt.to_dtype(dtype).np), requires_grad,
+    xp = module_for_device(to_device(device))
+    return _finish(xp.full(shape, fill_value, dtype=_dt.to_dtype(dtype).np), requires_grad,
                    device)
 
 
-def _like(input: Tensor, dtype):
-    return _dt.to_dtype(dtype).np if dtype is not None else input._data.dtype
+def _like(input: Tensor, dtype, device, fill, requires_grad) -> Tensor:
+    """A ``*_like`` tensor: the input's shape, and its dtype and device unless given."""
+    dev = device_of(input._data) if device is None else to_device(device)
+    dt = _dt.to_dtype(dtype).np if dtype is not None else input._data.dtype
+    xp = module_for_device(dev)
+    shape = input._data.shape
+    data = xp.empty(shape, dtype=dt) if fill is None else xp.full(shape, fill, dtype=dt)
+    return _finish(data, requires_grad, dev)
 
 
 def zeros_like(input: Tensor, *, dtype=None, layout=None, device=None, requires_grad=False,
                memory_format=None) -> Tensor:
-    return _finish(np.zeros(input._data.shape, dtype=_like(input, dtype)), requires_grad, device)
+    return _like(input, dtype, device, 0, requires_grad)
 
 
 def ones_like(input: Tensor, *, dtype=None, layout=None, device=None, requires_grad=False,
               memory_format=None) -> Tensor:
-    return _finish(np.ones(input._data.shape, dtype=_like(input, dtype)), requires_grad, device)
+    return _like(input, dtype, device, 1, requires_grad)
 
 
 def empty_like(input: Tensor, *, dtype=None, layout=None, device=None, requires_grad=False,
                memory_format=None) -> Tensor:
-    return _finish(np.empty(input._data.shape, dtype=_like(input, dtype)), requires_grad, device)
+    return _like(input, dtype, device, None, requires_grad)
 
 
 def full_like(input: Tensor, fill_value, *, dtype=None, layout=None, device=None,
               requires_grad=False, memory_format=None) -> Tensor:
-    return _finish(np.full(input._data.shape, fill_value, dtype=_like(input, dtype)),
-                   requires_grad, device)
+    return _like(input, dtype, device, fill_value, requires_grad)
 
 
 def eye(n: int, m: int | None = None, *, out=None, dtype=None, layout=None, device=None,
@@ -140,7 +155,8 @@ def eye(n: int, m: int | None = None, *, out=None, dtype=None, layout=None, devi
     """``torch.eye``: an n x m identity matrix."""
     if n < 0:
         raise RuntimeError(f"n must be greater or equal to 0, got {n}")
-    return _finish(np.eye(n, n if m is None else m, dtype=_float_dtype(dtype)), requires_grad,
+    xp = module_for_device(to_device(device))
+    return _finish(xp.eye(n, n if m is None else m, dtype=_float_dtype(dtype)), requires_grad,
                    device)
 
 
@@ -156,13 +172,13 @@ def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
     if (end - start) * step < 0:
         raise RuntimeError("upper bound and larger bound inconsistent with step sign")
     if dtype is None:
-        dt = np.int64 if all(isinstance(v, int) for v in vals) else _dt.get_default_dtype().np
+        dt = host.int64 if all(isinstance(v, int) for v in vals) else _dt.get_default_dtype().np
     else:
         dt = _dt.to_dtype(dtype).np
     n = max(math.ceil((end - start) / step), 0)
-    data = (start + step * np.arange(n, dtype=np.float64)) if np.dtype(dt).kind == "f" else \
-        np.arange(start, end, step)
-    return _finish(np.asarray(data).astype(dt), requires_grad, device)
+    data = (start + step * host.arange(n, dtype=host.float64)) if host.dtype(dt).kind == "f" \
+        else host.arange(start, end, step)
+    return _finish(host.asarray(data).astype(dt), requires_grad, device)
 
 
 def linspace(start, end, steps: int, *, out=None, dtype=None, layout=None, device=None,
@@ -171,37 +187,37 @@ def linspace(start, end, steps: int, *, out=None, dtype=None, layout=None, devic
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     dt = _float_dtype(dtype)
-    if np.dtype(dt).kind != "f":
-        data = np.linspace(start, end, steps).astype(dt)
+    if host.dtype(dt).kind != "f":
+        data = host.linspace(start, end, steps).astype(dt)
         return _finish(data, requires_grad, device)
     s, e = dt.type(start), dt.type(end)
     if steps == 1:
-        return _finish(np.array([s], dtype=dt), requires_grad, device)
+        return _finish(host.array([s], dtype=dt), requires_grad, device)
     step = (e - s) / dt.type(steps - 1)
-    idx = np.arange(steps)
+    idx = host.arange(steps)
     half = steps // 2
     # NOTE: torch's kernel computes start + step*i (first half) and end - step*(n-1-i) (second
     # half) with fused multiply-adds; computing in float64 and rounding once emulates that.
-    wide = np.float64 if dt != np.float64 else np.longdouble
+    wide = host.float64 if dt != host.float64 else host.longdouble
     lo = wide(s) + wide(step) * idx[:half]
     hi = wide(e) - wide(step) * (steps - idx[half:] - 1)
-    return _finish(np.concatenate([lo, hi]).astype(dt), requires_grad, device)
+    return _finish(host.concatenate([lo, hi]).astype(dt), requires_grad, device)
 
 
 def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=None,
              requires_grad=False) -> Tensor:
-    lin = linspace(start, end, steps, dtype=dtype)
-    return _finish(np.power(base, lin._data).astype(lin._data.dtype), requires_grad, device)
+    lin = linspace(start, end, steps, dtype=dtype, device="cpu")
+    return _finish(host.power(base, lin._data).astype(lin._data.dtype), requires_grad, device)
 
 
 def _random_floats(kind: str, size, generator, dtype, device, requires_grad, op):
     shape = _size(size, op)
     dt = _float_dtype(dtype)
-    if np.dtype(dt).kind != "f":
+    if host.dtype(dt).kind != "f":
         raise RuntimeError(f"\"{'normal' if kind == 'n' else 'uniform'}_kernel_cpu\" not "
                            f"implemented for '{_dt.from_numpy_dtype(dt)._legacy[:-6]}'")
     gen = rng(generator)
-    work = dt if dt in (np.float32, np.float64) else np.float32
+    work = dt if dt in (host.float32, host.float64) else host.float32
     data = gen.standard_normal(shape, dtype=work) if kind == "n" else gen.random(shape,
                                                                                  dtype=work)
     return _finish(data.astype(dt, copy=False), requires_grad, device)
@@ -239,33 +255,60 @@ def randint(*args, generator=None, out=None, dtype=None, layout=None, device=Non
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= "
                            f"to={high}")
     shape = _size((size,), "randint")
-    dt = _dt.to_dtype(dtype).np if dtype is not None else np.int64
-    data = rng(generator).integers(low, high, shape, dtype=np.int64).astype(dt)
+    dt = _dt.to_dtype(dtype).np if dtype is not None else host.int64
+    data = rng(generator).integers(low, high, shape, dtype=host.int64).astype(dt)
     return _finish(data, requires_grad, device)
 
 
 def rand_like(input: Tensor, *, dtype=None, device=None, requires_grad=False,
               memory_format=None) -> Tensor:
-    return rand(input._data.shape, dtype=dtype or input.dtype, requires_grad=requires_grad)
+    return rand(input._data.shape, dtype=dtype or input.dtype, requires_grad=requires_grad,
+                device=input.device if device is None else device)
 
 
 def randn_like(input: Tensor, *, dtype=None, device=None, requires_grad=False,
                memory_format=None) -> Tensor:
-    return randn(input._data.shape, dtype=dtype or input.dtype, requires_grad=requires_grad)
+    return randn(input._data.shape, dtype=dtype or input.dtype, requires_grad=requires_grad,
+                 device=input.device if device is None else device)
 
 
 def randint_like(input: Tensor, low=0, high=None, *, dtype=None, device=None,
                  requires_grad=False, memory_format=None) -> Tensor:
     if high is None:
         low, high = 0, low
-    return randint(low, high, input._data.shape, dtype=dtype or input.dtype)
+    return randint(low, high, input._data.shape, dtype=dtype or input.dtype,
+                   device=input.device if device is None else device)
 
 
 def randperm(n: int, *, generator=None, dtype=None, device=None,
              requires_grad=False) -> Tensor:
-    dt = _dt.to_dtype(dtype).np if dtype is not None else np.int64
+    dt = _dt.to_dtype(dtype).np if dtype is not None else host.int64
     return _finish(rng(generator).permutation(n).astype(dt), requires_grad, device)
 
 
 def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False) -> Tensor:
-    return _finish(np.asarray(s, dtype=_float_dtype(dtype)), requires_grad, device)
+    return _finish(host.asarray(s, dtype=_float_dtype(dtype)), requires_grad, device)
+
+
+class ToCopyBackward0(Op):
+    """``to(device)``: a copy onto another device; the gradient goes back to the input's."""
+
+    __slots__ = ("_src",)
+
+    def forward(self, a, dev: _device, np_dtype):
+        self._src = device_of(a)
+        out = to_device_array(a, dev)
+        return out if np_dtype is None or out.dtype == np_dtype else out.astype(np_dtype)
+
+    def backward(self, grad):
+        return to_device_copy(grad, self._src)  # the engine casts back to the input's dtype
+
+
+def to_device_copy(input: Tensor, dev: _device, dtype: _dt.dtype | None = None) -> Tensor:
+    """``input.to(dev, dtype)`` to another device: an explicit copy, differentiable as torch's
+    (``ToCopyBackward0``); the result requires grad only if floating."""
+    out = apply1(ToCopyBackward0, input, dev, None if dtype is None else dtype.np)
+    if out._grad_fn is not None and out._data.dtype.kind != "f":
+        out._grad_fn = None
+        out._requires_grad = False
+    return out

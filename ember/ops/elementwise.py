@@ -6,9 +6,10 @@ gradients work). Public functions below follow torch's signatures.
 
 from __future__ import annotations
 
-import numpy as np
+import math
 
 from .._backend import dtypes as _dt
+from .._backend import host, is_array, ndarray, xp_of
 from .._tensor import Tensor, _make
 from ._op import _PY_NUMBERS, BinaryOp, Op, apply1, broadcast_error, promote, raw_operand
 
@@ -127,7 +128,7 @@ class DivBackward0(BinaryOp):
     int_to_float = True
 
     def forward(self, a, b):
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with host.errstate(divide="ignore", invalid="ignore"):
             return a / b
 
     def backward(self, grad):
@@ -145,7 +146,7 @@ class DivBackward0(BinaryOp):
             return self.tensor_backward(grad)
         if eb is None and type(bd) in _PY_NUMBERS and bd and bd - bd == 0:
             return grad / bd, None  # a finite nonzero number: no warning to silence
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with host.errstate(divide="ignore", invalid="ignore"):
             return (grad / bd if ea is not None else None,
                     -grad * ad / (bd * bd) if eb is not None else None)
 
@@ -157,16 +158,17 @@ class DivBackward2(BinaryOp):
 
     def forward(self, a, b, mode):
         self.mode = mode
-        if np.result_type(a, b).kind in "iub" and not np.all(b):
+        xp = xp_of(a, b)
+        if xp.result_type(a, b).kind in "iub" and not xp.all(b):
             raise RuntimeError("ZeroDivisionError")  # torch's wording for integer x // 0
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with host.errstate(divide="ignore", invalid="ignore"):
             if mode == "floor":
-                if a.dtype.kind in "iu" if isinstance(a, np.ndarray) else isinstance(a, int):
-                    return np.floor_divide(a, b)
-                return np.floor(np.true_divide(a, b))
-            q = np.true_divide(a, b)
-            out = np.trunc(q)
-            dt = np.result_type(a, b)
+                if a.dtype.kind in "iu" if is_array(a) else isinstance(a, int):
+                    return xp.floor_divide(a, b)
+                return xp.floor(xp.true_divide(a, b))
+            q = xp.true_divide(a, b)
+            out = xp.trunc(q)
+            dt = xp.result_type(a, b)
             return out.astype(dt) if dt.kind in "iu" else out
 
     def backward(self, grad):
@@ -183,7 +185,7 @@ class PowBackward0(Op):
         self.exponent = exponent
         if isinstance(exponent, float) and a.dtype.kind != "f":
             a = a.astype(_dt.get_default_dtype().np)
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with host.errstate(divide="ignore", invalid="ignore"):
             return a ** exponent
 
     def backward(self, grad):
@@ -203,7 +205,7 @@ class PowBackward0(Op):
             return grad * 0
         if type(e) is int and e > 0:  # no 0 ** negative nor (negative) ** fraction to silence
             return grad * (a ** (e - 1) * e)
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with host.errstate(divide="ignore", invalid="ignore"):
             return grad * (a ** (e - 1) * e)
 
 
@@ -217,8 +219,8 @@ class PowBackward1(BinaryOp):
     def forward(self, a, b):
         if a.dtype.kind in "iu" and b.dtype.kind in "iu":
             return _int_power(a, b)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.power(a, b)
+        with host.errstate(divide="ignore", invalid="ignore"):
+            return xp_of(a, b).power(a, b)
 
     def backward(self, grad):
         a, b = self.saved()
@@ -243,29 +245,32 @@ class PowBackward2(Op):
         self.base = base
         if e.dtype.kind != "f" and isinstance(base, float):
             e = e.astype(_dt.get_default_dtype().np)
+        xp = xp_of(e)
         if e.dtype.kind in "iu" and isinstance(base, int):
-            return _int_power(np.asarray(base, dtype=e.dtype), e)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.power(base, e)
+            return _int_power(xp.asarray(base, dtype=e.dtype), e)
+        with host.errstate(divide="ignore", invalid="ignore"):
+            return xp.power(base, e)
 
     def backward(self, grad):
         out = self.saved_output()
         if self.base == 0:  # torch: no gradient where exponent >= 0 (not 0 * log 0 = nan)
             d = out._data
-            return grad * out * _make(np.where(np.isfinite(d), 0.0, -np.inf).astype(d.dtype))
-        with np.errstate(invalid="ignore"):
-            return grad * out * float(np.log(self.base))
+            xp = xp_of(d)
+            return grad * out * _make(xp.where(xp.isfinite(d), 0.0, -math.inf).astype(d.dtype))
+        with host.errstate(invalid="ignore"):
+            return grad * out * float(host.log(self.base))
 
 
-def _int_power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Integer ``a ** b`` as torch computes it: a negative exponent gives 1, -1 or 0."""
+def _int_power(a, b):
+    """Integer ``a ** b`` (arrays) as torch computes it: a negative exponent gives 1, -1 or 0."""
+    xp = xp_of(a, b)
     neg = b < 0
     if not neg.any():
-        return np.power(a, b)
-    out = np.power(a, np.where(neg, 0, b).astype(b.dtype))
+        return xp.power(a, b)
+    out = xp.power(a, xp.where(neg, 0, b).astype(b.dtype))
     odd = (b % 2).astype(bool)
-    special = np.where(a == 1, 1, np.where(a == -1, np.where(odd, -1, 1), 0))
-    return np.where(neg, special, out).astype(out.dtype)
+    special = xp.where(a == 1, 1, xp.where(a == -1, xp.where(odd, -1, 1), 0))
+    return xp.where(neg, special, out).astype(out.dtype)
 
 
 class MaximumBackward0(BinaryOp):
@@ -275,7 +280,7 @@ class MaximumBackward0(BinaryOp):
     save_inputs = (0, 1)
 
     def forward(self, a, b):
-        return np.maximum(a, b)
+        return xp_of(a, b).maximum(a, b)
 
     def backward(self, grad):
         a, b = self.saved()
@@ -289,7 +294,7 @@ class MinimumBackward0(BinaryOp):
     save_inputs = (0, 1)
 
     def forward(self, a, b):
-        return np.minimum(a, b)
+        return xp_of(a, b).minimum(a, b)
 
     def backward(self, grad):
         a, b = self.saved()
@@ -308,7 +313,7 @@ class WhereBackward0(Op):
 
     def forward(self, a, b, cond):
         self.cond = cond
-        return np.where(cond, a, b)
+        return xp_of(cond).where(cond, a, b)
 
     def backward(self, grad):
         c = _make(self.cond)
@@ -317,6 +322,9 @@ class WhereBackward0(Op):
 
 
 # --------------------------------------------------------------------------- unary ops
+# NOTE: the hottest kernels (exp, log, sqrt, tanh, sigmoid, relu) take NumPy straight for a
+# NumPy array (``type(a) is ndarray``) and ask ``xp_of`` only for other arrays: its call costs
+# about 3% of the forward per-op overhead in benchmarks/overhead.py (a tanh every third op).
 
 
 class NegBackward0(Op):
@@ -339,7 +347,7 @@ class ExpBackward0(Op):
     save_output = True
 
     def forward(self, a):
-        return np.exp(a)
+        return (host if type(a) is ndarray else xp_of(a)).exp(a)
 
     def backward(self, grad):
         return grad * self.saved_output()
@@ -355,8 +363,8 @@ class LogBackward0(Op):
     save_inputs = (0,)
 
     def forward(self, a):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.log(a)
+        with host.errstate(divide="ignore", invalid="ignore"):
+            return (host if type(a) is ndarray else xp_of(a)).log(a)
 
     def backward(self, grad):
         (a,) = self.saved()
@@ -364,7 +372,7 @@ class LogBackward0(Op):
 
     def raw_backward(self, grad):
         (a,) = self.saved()
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with host.errstate(divide="ignore", invalid="ignore"):
             return grad / a._data
 
 
@@ -375,14 +383,14 @@ class SqrtBackward0(Op):
     save_output = True
 
     def forward(self, a):
-        with np.errstate(invalid="ignore"):
-            return np.sqrt(a)
+        with host.errstate(invalid="ignore"):
+            return (host if type(a) is ndarray else xp_of(a)).sqrt(a)
 
     def backward(self, grad):
         return grad / (2 * self.saved_output())
 
     def raw_backward(self, grad):
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with host.errstate(divide="ignore", invalid="ignore"):
             return grad / (self.saved_output_array() * 2)
 
 
@@ -393,7 +401,7 @@ class SinBackward0(Op):
     save_inputs = (0,)
 
     def forward(self, a):
-        return np.sin(a)
+        return xp_of(a).sin(a)
 
     def backward(self, grad):
         (a,) = self.saved()
@@ -407,7 +415,7 @@ class CosBackward0(Op):
     save_inputs = (0,)
 
     def forward(self, a):
-        return np.cos(a)
+        return xp_of(a).cos(a)
 
     def backward(self, grad):
         (a,) = self.saved()
@@ -421,7 +429,7 @@ class TanhBackward0(Op):
     save_output = True
 
     def forward(self, a):
-        return np.tanh(a)
+        return (host if type(a) is ndarray else xp_of(a)).tanh(a)
 
     def backward(self, grad):
         y = self.saved_output()
@@ -441,11 +449,12 @@ class SigmoidBackward0(Op):
     def forward(self, a):
         # NOTE: 1 / (1 + exp(-a)) as torch's CPU kernel: exp(-a) overflows to inf for very
         # negative a, giving exactly 0 as torch does; 10x faster than masked two-branch forms
-        e = np.negative(a, out=np.empty_like(a))
-        with np.errstate(over="ignore"):
-            np.exp(e, out=e)
+        xp = host if type(a) is ndarray else xp_of(a)
+        e = xp.negative(a, out=xp.empty_like(a))
+        with host.errstate(over="ignore"):
+            xp.exp(e, out=e)
         e += 1
-        return np.reciprocal(e, out=e)
+        return xp.reciprocal(e, out=e)
 
     def backward(self, grad):
         y = self.saved_output()
@@ -463,7 +472,9 @@ class ReluBackward0(Op):
     save_output = True
 
     def forward(self, a):
-        return np.maximum(a, 0) if a.dtype.kind != "b" else a.copy()
+        if a.dtype.kind == "b":
+            return a.copy()
+        return (host if type(a) is ndarray else xp_of(a)).maximum(a, 0)
 
     def backward(self, grad):
         return ThresholdBackwardBackward0.apply(grad, self.saved_output(), params=(0,))
@@ -502,7 +513,7 @@ class AbsBackward0(Op):
     save_inputs = (0,)
 
     def forward(self, a):
-        return np.abs(a)
+        return xp_of(a).abs(a)
 
     def backward(self, grad):
         (a,) = self.saved()
@@ -513,7 +524,7 @@ class SignBackward0(Op):
     __slots__ = ()
 
     def forward(self, a):
-        return np.sign(a) if a.dtype.kind != "b" else a.copy()
+        return xp_of(a).sign(a) if a.dtype.kind != "b" else a.copy()
 
     def backward(self, grad):
         return grad * 0
@@ -528,8 +539,8 @@ class ReciprocalBackward0(Op):
     def forward(self, a):
         if a.dtype.kind != "f":
             a = a.astype(_dt.get_default_dtype().np)
-        with np.errstate(divide="ignore"):
-            return np.reciprocal(a)
+        with host.errstate(divide="ignore"):
+            return xp_of(a).reciprocal(a)
 
     def backward(self, grad):
         y = self.saved_output()
@@ -546,7 +557,7 @@ class ClampBackward1(Op):
         self.lo, self.hi = lo, hi
         if a.dtype.kind != "f" and (isinstance(lo, float) or isinstance(hi, float)):
             a = a.astype(_dt.get_default_dtype().np)
-        return np.clip(a, lo, hi)
+        return xp_of(a).clip(a, lo, hi)
 
     def backward(self, grad):
         (a,) = self.saved()
@@ -583,11 +594,12 @@ class ClampBackward0(Op):
     save_inputs = (0, 1, 2)
 
     def forward(self, a, lo, hi):
+        xp = xp_of(a)
         out = a
         if lo is not None:
-            out = np.maximum(out, lo)
+            out = xp.maximum(out, lo)
         if hi is not None:
-            out = np.minimum(out, hi)
+            out = xp.minimum(out, hi)
         return out if out is not a else a.copy()
 
     def backward(self, grad):
@@ -610,7 +622,7 @@ class ClampMinBackward1(Op):
     save_inputs = (0, 1)
 
     def forward(self, a, lo):
-        return np.maximum(a, lo)
+        return xp_of(a).maximum(a, lo)
 
     def backward(self, grad):
         a, lo = self.saved()
@@ -624,14 +636,14 @@ class ClampMaxBackward1(Op):
     save_inputs = (0, 1)
 
     def forward(self, a, hi):
-        return np.minimum(a, hi)
+        return xp_of(a).minimum(a, hi)
 
     def backward(self, grad):
         a, hi = self.saved()
         return _masked(grad, a._data <= hi._data), _masked(grad, a._data > hi._data)
 
 
-def _masked(grad: Tensor, keep: np.ndarray) -> Tensor:
+def _masked(grad: Tensor, keep) -> Tensor:
     """``grad`` where ``keep``, else 0 (broadcast: the engine sums back to each input)."""
     return where(_make(keep), grad, 0.0)
 
@@ -707,8 +719,8 @@ def sub(input, other, *, alpha=1, out=None) -> Tensor:
 
 def _sub_check(input: Tensor, other) -> None:
     """torch refuses subtraction with a bool operand (a Python bool counts as one)."""
-    a = input._data.dtype == np.bool_
-    b = other.__class__ is bool or (isinstance(other, Tensor) and other._data.dtype == np.bool_)
+    a = input._data.dtype == host.bool_
+    b = other.__class__ is bool or (isinstance(other, Tensor) and other._data.dtype == host.bool_)
     if a and b:
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
                            "supported. Use the `^` or `logical_xor()` operator instead.")
@@ -790,7 +802,7 @@ def pow_scalar_base(base, e: Tensor) -> Tensor:
 
 def neg(input: Tensor) -> Tensor:
     """``torch.neg``."""
-    if input._data.dtype == np.bool_:
+    if input._data.dtype == host.bool_:
         raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If "
                            "you are trying to invert a mask, use the `~` or `logical_not()` "
                            "operator instead.")
@@ -893,7 +905,8 @@ def clamp_max(input: Tensor, max) -> Tensor:
 def _promote_all(*operands) -> list:
     """Tensors (or numbers, or None) cast to their common dtype, as torch's promotion says."""
     rt = _dt.result_type(*(v for v in operands if v is not None))
-    return [None if v is None else _as_dtype(v, rt) for v in operands]
+    xp = _xp_of_tensors(*operands)
+    return [None if v is None else _as_dtype(v, rt, xp) for v in operands]
 
 
 def maximum(input: Tensor, other: Tensor) -> Tensor:
@@ -911,24 +924,31 @@ def where(condition, input=None, other=None) -> Tensor:
     if input is None and other is None:
         from .indexing import nonzero
         return nonzero(condition, as_tuple=True)
-    cond = condition._data if isinstance(condition, Tensor) else np.asarray(condition)
-    if cond.dtype != np.bool_:
+    xp = _xp_of_tensors(condition, input, other)
+    cond = condition._data if isinstance(condition, Tensor) else xp.asarray(condition)
+    if cond.dtype != host.bool_:
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor "
                            f"with dtype {scalar_name(_dt.from_numpy_dtype(cond.dtype))}")
     rt = _dt.result_type(input, other)
-    ta = _as_dtype(input, rt)
-    tb = _as_dtype(other, rt)
+    ta = _as_dtype(input, rt, xp)
+    tb = _as_dtype(other, rt, xp)
     try:
         return WhereBackward0.apply(ta, tb, params=(cond,))
     except ValueError:
         _raise_not_broadcastable(cond, ta, tb)
 
 
-def _as_dtype(x, dt: _dt.dtype) -> Tensor:
-    """``x`` (a Tensor or a Python number) as a tensor of dtype ``dt`` (a differentiable cast)."""
+def _as_dtype(x, dt: _dt.dtype, xp) -> Tensor:
+    """``x`` (a Tensor, or a Python number made with array module ``xp``) as a tensor of dtype
+    ``dt`` (a differentiable cast)."""
     if not isinstance(x, Tensor):
-        return _make(np.asarray(x, dtype=dt.np))
+        return _make(xp.asarray(x, dtype=dt.np))
     return x if x._data.dtype == dt.np else x.to(dt)
+
+
+def _xp_of_tensors(*values):
+    """The array module of the Tensors among ``values`` (NumPy if there are none)."""
+    return xp_of(*(v._data for v in values if isinstance(v, Tensor)))
 
 
 def to_dtype(input: Tensor, dtype: _dt.dtype) -> Tensor:
@@ -956,7 +976,8 @@ def wrap_like(value, like: Tensor) -> Tensor:
     """A constant tensor for ``value`` in ``like``'s dtype if it is a number."""
     if isinstance(value, Tensor):
         return value
-    return _make(np.asarray(value, dtype=like._data.dtype))
+    d = like._data
+    return _make(xp_of(d).asarray(value, dtype=d.dtype))
 
 
 def _maybe_out(result: Tensor, out: Tensor | None) -> Tensor:
@@ -976,19 +997,26 @@ def _raise_not_broadcastable(*operands) -> None:
     broadcast (folded left to right, as torch reports them), else re-raise."""
     shape = ()
     for x in operands:
-        s = np.shape(x._data if isinstance(x, Tensor) else x)
+        s = _shape(x._data if isinstance(x, Tensor) else x)
         err = broadcast_error(shape, s)
         if err is not None:
             raise err from None
-        shape = np.broadcast_shapes(shape, s)
+        shape = host.broadcast_shapes(shape, s)
     raise  # noqa: PLE0704 - re-raise the ValueError being handled
 
 
-def _compare(ufunc, name: str):
+def _shape(x) -> tuple:
+    """The shape of an array, a NumPy scalar or a Python number (``()``)."""
+    return getattr(x, "shape", ())
+
+
+def _compare(ufunc: str, name: str):
+    """A comparison op computing with the array module's ``ufunc`` (a name: ``"equal"``)."""
     def fn(input, other) -> Tensor:
         a, b = promote(input, other)
+        xp = xp_of(a, b)
         try:
-            return _make(np.asarray(ufunc(a, b)))
+            return _make(xp.asarray(getattr(xp, ufunc)(a, b)))
         except ValueError:
             _raise_not_broadcastable(a, b)
     fn.__name__ = name
@@ -996,89 +1024,99 @@ def _compare(ufunc, name: str):
     return fn
 
 
-eq = _compare(np.equal, "eq")
-ne = _compare(np.not_equal, "ne")
-lt = _compare(np.less, "lt")
-le = _compare(np.less_equal, "le")
-gt = _compare(np.greater, "gt")
-ge = _compare(np.greater_equal, "ge")
+eq = _compare("equal", "eq")
+ne = _compare("not_equal", "ne")
+lt = _compare("less", "lt")
+le = _compare("less_equal", "le")
+gt = _compare("greater", "gt")
+ge = _compare("greater_equal", "ge")
 greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
 
 
 def logical_not(input: Tensor) -> Tensor:
-    return _make(np.logical_not(input._data))
+    a = input._data
+    return _make(xp_of(a).logical_not(a))
 
 
-def _logical(ufunc, name: str):
+def _logical(ufunc: str, name: str):
     def fn(input: Tensor, other) -> Tensor:
-        b = other._data if isinstance(other, Tensor) else np.asarray(other)
+        a = input._data
+        xp = xp_of(a)
+        b = other._data if isinstance(other, Tensor) else xp.asarray(other)
         try:
-            return _make(np.asarray(ufunc(input._data, b)))
+            return _make(xp.asarray(getattr(xp, ufunc)(a, b)))
         except ValueError:
             _raise_not_broadcastable(input, b)
     fn.__name__ = name
     return fn
 
 
-logical_and = _logical(np.logical_and, "logical_and")
-logical_or = _logical(np.logical_or, "logical_or")
-logical_xor = _logical(np.logical_xor, "logical_xor")
+logical_and = _logical("logical_and", "logical_and")
+logical_or = _logical("logical_or", "logical_or")
+logical_xor = _logical("logical_xor", "logical_xor")
 
 
-def _bitwise(ufunc, name):
+def _bitwise(ufunc: str, name: str):
     def fn(input, other) -> Tensor:
         a, b = promote(input, other)
-        dt = np.result_type(a, b)
+        xp = xp_of(a, b)
+        dt = xp.result_type(a, b)
         if dt.kind == "f":
             try:
-                np.broadcast_shapes(np.shape(a), np.shape(b))
+                host.broadcast_shapes(_shape(a), _shape(b))
             except ValueError:
                 _raise_not_broadcastable(a, b)
             raise NotImplementedError(f"\"{name}_cpu\" not implemented for "
                                       f"'{scalar_name(_dt.from_numpy_dtype(dt))}'")
         try:
-            return _make(np.asarray(ufunc(a, b)))
+            return _make(xp.asarray(getattr(xp, ufunc)(a, b)))
         except ValueError:
             _raise_not_broadcastable(a, b)
     fn.__name__ = name
     return fn
 
 
-bitwise_and = _bitwise(np.bitwise_and, "bitwise_and")
-bitwise_or = _bitwise(np.bitwise_or, "bitwise_or")
-bitwise_xor = _bitwise(np.bitwise_xor, "bitwise_xor")
+bitwise_and = _bitwise("bitwise_and", "bitwise_and")
+bitwise_or = _bitwise("bitwise_or", "bitwise_or")
+bitwise_xor = _bitwise("bitwise_xor", "bitwise_xor")
 
 
 def bitwise_not(input: Tensor) -> Tensor:
     if input._data.dtype.kind == "f":
         raise NotImplementedError(f"\"bitwise_not_cpu\" not implemented for "
                                   f"'{scalar_name(input.dtype)}'")
-    return _make(np.invert(input._data))
+    a = input._data
+    return _make(xp_of(a).invert(a))
 
 
 def isnan(input: Tensor) -> Tensor:
-    return _make(np.isnan(input._data))
+    a = input._data
+    return _make(xp_of(a).isnan(a))
 
 
 def isinf(input: Tensor) -> Tensor:
-    return _make(np.isinf(input._data))
+    a = input._data
+    return _make(xp_of(a).isinf(a))
 
 
 def isfinite(input: Tensor) -> Tensor:
-    return _make(np.isfinite(input._data))
+    a = input._data
+    return _make(xp_of(a).isfinite(a))
 
 
 def equal(input: Tensor, other: Tensor) -> bool:
     """``torch.equal``: same shape and same values."""
-    return input._data.shape == other._data.shape and bool(np.array_equal(input._data,
-                                                                          other._data))
+    a, b = input._data, other._data
+    return a.shape == b.shape and bool(xp_of(a).array_equal(a, b))
 
 
 def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
              equal_nan: bool = False) -> bool:
-    return bool(np.allclose(input._data, other._data, rtol=rtol, atol=atol, equal_nan=equal_nan))
+    a = input._data
+    return bool(xp_of(a).allclose(a, other._data, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
 
 def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
             equal_nan: bool = False) -> Tensor:
-    return _make(np.isclose(input._data, other._data, rtol=rtol, atol=atol, equal_nan=equal_nan))
+    a = input._data
+    return _make(xp_of(a).isclose(a, other._data, rtol=rtol, atol=atol, equal_nan=equal_nan))

@@ -2,7 +2,7 @@
 masked_scatter, take/take_along_dim and put, with torch's checks, messages and node names.
 
 Every op here reads or writes its input at one NumPy advanced key: ``a[key]`` selects,
-``a[key] = v`` writes and ``np.<ufunc>.at(a, key, v)`` reduces (repeated indices accumulate).
+``a[key] = v`` writes and ``xp.<ufunc>.at(a, key, v)`` reduces (repeated indices accumulate).
 For gather/scatter the key is the index with an open grid for the other dims; for the
 index_* family it is ``(:, ..., :, index)``; for take/put it indexes the flattened input.
 Derivatives use the three keyed ops of ``indexing`` (select at a key, accumulate into zeros at a
@@ -12,10 +12,10 @@ A 0-d input is handled as its 1-element 1-d view, as torch does.
 
 from __future__ import annotations
 
+import math
 import warnings
 
-import numpy as np
-
+from .._backend import host, xp_of
 from .._tensor import Tensor, _make, _wrap_dim
 from ._op import Op, apply1, broadcast_error
 from .indexing import IndexBackward0, IndexBackwardBackward0, IndexPutBackward0
@@ -55,7 +55,7 @@ def _zero_at(g: Tensor, key) -> Tensor:
     return IndexPutBackward0.apply(g, 0.0, params=(key,))
 
 
-def _nd(a: np.ndarray) -> np.ndarray:
+def _nd(a):
     """A 0-d array as its 1-element 1-d view (torch treats 0-d inputs so here)."""
     return a.reshape(1) if a.ndim == 0 else a
 
@@ -64,39 +64,41 @@ def _ndt(t: Tensor) -> Tensor:
     return t.reshape(1) if t._data.ndim == 0 else t
 
 
-def _grid_key(index: np.ndarray, dim: int) -> tuple:
+def _grid_key(index, dim: int) -> tuple:
     """The key of gather/scatter: ``index`` at ``dim``, an open grid over the other dims."""
-    key = list(np.ogrid[tuple(slice(n) for n in index.shape)])
+    xp, nd = xp_of(index), index.ndim
+    key = [xp.arange(n).reshape((1,) * i + (n,) + (1,) * (nd - i - 1))
+           for i, n in enumerate(index.shape)]  # as np.ogrid
     key[dim] = index
     return tuple(key)
 
 
-def _dim_key(index: np.ndarray, dim: int) -> tuple:
+def _dim_key(index, dim: int) -> tuple:
     """The key of the index_* family: ``index`` along ``dim``, whole slices elsewhere."""
     return (slice(None),) * dim + (index,)
 
 
-def _scalar_name(arr: np.ndarray) -> str:
+def _scalar_name(arr) -> str:
     from .._backend import from_numpy_dtype
     return from_numpy_dtype(arr.dtype)._legacy[:-6]
 
 
-def _index_array(index, what: str = "index") -> np.ndarray:
+def _index_array(index, what: str = "index"):
     if not isinstance(index, Tensor):
         raise TypeError(f"{what} must be a Tensor, not {type(index).__name__}")
     return index._data
 
 
-def _first_out_of_bounds(index: np.ndarray, size: int, allow_negative: bool):
+def _first_out_of_bounds(index, size: int, allow_negative: bool):
     """The first index (in C order) outside ``[0, size)`` (or ``[-size, size)``), or None."""
     lo = -size if allow_negative else 0
     bad = (index < lo) | (index >= size)
     if not bad.any():
         return None
-    return int(index.ravel()[np.argmax(bad.ravel())])
+    return int(index.ravel()[bad.ravel().argmax()])
 
 
-def _check_bounds(index: np.ndarray, size: int, dim: int, exc=RuntimeError, prefix: str = "",
+def _check_bounds(index, size: int, dim: int, exc=RuntimeError, prefix: str = "",
                   allow_negative: bool = False) -> None:
     v = _first_out_of_bounds(index, size, allow_negative)
     if v is not None:
@@ -163,7 +165,7 @@ class ScatterAddBackward0(Op):
     def forward(self, a, src, key, src_part):
         self.key = key
         out = _nd(a).copy()
-        np.add.at(out, key, _nd(src)[src_part])
+        xp_of(out).add.at(out, key, _nd(src)[src_part])
         return out.reshape(a.shape)
 
     def backward(self, grad):
@@ -187,33 +189,34 @@ class _NotDifferentiable(Op):
 NotImplementedBackward = type("NotImplemented", (_NotDifferentiable,), {"__slots__": ()})
 
 _IDENTITY = {"sum": 0, "mean": 0, "prod": 1}
-_UFUNC = {"sum": np.add, "mean": np.add, "prod": np.multiply, "amax": np.maximum,
-          "amin": np.minimum, "max": np.maximum, "min": np.minimum}
+_UFUNC = {"sum": "add", "mean": "add", "prod": "multiply", "amax": "maximum",
+          "amin": "minimum", "max": "maximum", "min": "minimum"}
 
 
-def _reduce_at(a: np.ndarray, src: np.ndarray, key, reduce: str, include_self: bool):
+def _reduce_at(a, src, key, reduce: str, include_self: bool):
     """``a`` with ``src`` reduced into it at ``key`` (a copy; 0-d already made 1-d)."""
+    xp = xp_of(a)
     out = a.copy()
     if not include_self:
         if reduce in _IDENTITY:
             ident = _IDENTITY[reduce]
         elif a.dtype.kind == "f":
-            ident = np.inf if reduce.endswith("min") else -np.inf
+            ident = math.inf if reduce.endswith("min") else -math.inf
         else:
-            info = np.iinfo(a.dtype) if a.dtype.kind in "iu" else None
+            info = host.iinfo(a.dtype) if a.dtype.kind in "iu" else None
             ident = (info.max if reduce.endswith("min") else info.min) if info else \
                 reduce.endswith("min")
         out[key] = ident
-    with np.errstate(all="ignore"):
-        _UFUNC[reduce].at(out, key, src)
+    with xp.errstate(all="ignore"):
+        getattr(xp, _UFUNC[reduce]).at(out, key, src)
         if reduce == "mean":
-            count = np.full(a.shape, 1 if include_self else 0, dtype=np.int64)
-            np.add.at(count, key, 1)
+            count = xp.full(a.shape, 1 if include_self else 0, dtype=host.int64)
+            xp.add.at(count, key, 1)
             count[count == 0] = 1
             if out.dtype.kind == "f":
                 out = (out / count).astype(out.dtype)
             else:
-                out = np.floor_divide(out, count).astype(out.dtype)
+                out = xp.floor_divide(out, count).astype(out.dtype)
     return out
 
 
@@ -252,8 +255,9 @@ class ScatterReduceBackward0(Op):
         if reduce == "sum":
             g_self, g_src = g, _select_at(g, key)
         elif reduce == "mean":
-            n = np.full(shape, 1.0 if self.include_self else 0.0, dtype=g._data.dtype)
-            np.add.at(n, key, 1.0)
+            xp = xp_of(g._data)
+            n = xp.full(shape, 1.0 if self.include_self else 0.0, dtype=g._data.dtype)
+            xp.add.at(n, key, 1.0)
             n[n == 0] = 1
             n = _make(n)
             g_self = g / n
@@ -262,8 +266,9 @@ class ScatterReduceBackward0(Op):
             masked_self = x.masked_fill(x == 0, 1)
             g_self = g * self._rereduce(masked_self, s) / masked_self
             src_zero = s == 0
-            zeros_at = np.zeros(shape, dtype=g._data.dtype)
-            np.add.at(zeros_at, key, src_zero._data.astype(zeros_at.dtype))
+            xp = xp_of(g._data)
+            zeros_at = xp.zeros(shape, dtype=g._data.dtype)
+            xp.add.at(zeros_at, key, src_zero._data.astype(zeros_at.dtype))
             single_zero = src_zero & _make(zeros_at[key] == 1)
             masked_src_result = self._rereduce(x, s.masked_fill(single_zero, 1))
             from .elementwise import where
@@ -290,7 +295,7 @@ def _check_scatter_args(name: str, input: Tensor, dim: int, index, src=None) -> 
     a = input._data
     d = _wrap_dim(dim, a.ndim)
     op = "gather" if name == "gather" else "scatter"
-    if idx.dtype not in (np.int64, np.int32):
+    if idx.dtype not in (host.int64, host.int32):
         raise RuntimeError(f"{op}(): Expected dtype int32/int64 for index")
     if src is not None and src._data.dtype != a.dtype:
         raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
@@ -374,12 +379,13 @@ def scatter(input: Tensor, dim: int, index: Tensor, src=None, value=None, *,
                           "and will be removed in a future PyTorch release. Use "
                           "torch.scatter_reduce instead for more reduction options.",
                           UserWarning, stacklevel=2)
-        ufunc = np.add if reduce == "add" else np.multiply
         a = input._data
+        xp = xp_of(a)
+        ufunc = xp.add if reduce == "add" else xp.multiply
 
         def run():
             out = _nd(a).copy()
-            v = _nd(src._data)[src_part] if src is not None else np.asarray(value, a.dtype)
+            v = _nd(src._data)[src_part] if src is not None else xp.asarray(value, a.dtype)
             ufunc.at(out, key, v)
             return out.reshape(a.shape)
         return NotImplementedBackward.apply(input, src, params=(run, "aten::scatter"))
@@ -435,7 +441,7 @@ class IndexAddBackward0(Op):
         self.key, self.alpha = key, alpha
         out = _nd(a).copy()
         s = _nd(src)
-        np.add.at(out, key, s if alpha == 1 else (s * alpha).astype(s.dtype))
+        xp_of(out).add.at(out, key, s if alpha == 1 else (s * alpha).astype(s.dtype))
         return out.reshape(a.shape)
 
     def backward(self, grad):
@@ -501,17 +507,13 @@ class IndexReduceBackward0(ScatterReduceBackward0):
     __slots__ = ()
 
 
-def _vector_index(index: Tensor) -> np.ndarray:
-    return index._data.reshape(-1)
-
-
-def _check_index_dtype(idx: np.ndarray, name: str) -> None:
-    if idx.dtype not in (np.int64, np.int32):
+def _check_index_dtype(idx, name: str) -> None:
+    if idx.dtype not in (host.int64, host.int32):
         raise RuntimeError(f"{name}(): Expected dtype int32/int64 for index but got: "
                            f"{_scalar_name(idx)}")
 
 
-def _check_source(name: str, input: Tensor, d: int, idx: np.ndarray, source: Tensor) -> None:
+def _check_source(name: str, input: Tensor, d: int, idx, source: Tensor) -> None:
     """index_add/index_reduce's checks of source against input and the index."""
     if idx.ndim > 1:
         raise IndexError(f"{name}(): Index is supposed to be a vector, but got dim: {idx.ndim} "
@@ -535,7 +537,7 @@ def index_select(input: Tensor, dim: int, index: Tensor, *, out: Tensor | None =
     idx = _index_array(index)
     a = input._data
     d = _wrap_dim(dim, a.ndim)
-    if idx.dtype not in (np.int64, np.int32):
+    if idx.dtype not in (host.int64, host.int32):
         raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
     if idx.ndim > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
@@ -567,7 +569,7 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
     idx = _index_array(index)
     a, s = input._data, source._data
     d = _wrap_dim(dim, a.ndim)
-    if idx.dtype != np.int64:
+    if idx.dtype != host.int64:
         raise RuntimeError("index_copy_(): Expected a long tensor for index, but got "
                            f"{_scalar_name(idx)}")
     if idx.ndim > 1:
@@ -600,7 +602,7 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:
     or a 0-d tensor, which then gets a gradient)."""
     idx = _index_array(index)
     d = _wrap_dim(dim, input._data.ndim)
-    if idx.dtype != np.int64:
+    if idx.dtype != host.int64:
         raise IndexError("index_fill_(): Expected dtype int64 for index.")
     if idx.ndim > 1:
         raise RuntimeError("Index has to be a vector/scalar")
@@ -610,7 +612,8 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value) -> Tensor:
     size = _nd(input._data).shape[d]
     idx = idx.reshape(-1)
     _check_bounds(idx, size, d, IndexError, allow_negative=True)
-    key = _dim_key(np.unique(np.where(idx < 0, idx + size, idx)), d)  # each slice once
+    xp = xp_of(idx)
+    key = _dim_key(xp.unique(xp.where(idx < 0, idx + size, idx)), d)  # each slice once
     if isinstance(value, Tensor):
         return IndexFillBackward1.apply(input, value, params=(key,))
     return apply1(IndexFillBackward0, input, key, value)
@@ -644,9 +647,9 @@ class MaskedSelectBackward0(Op):
     __slots__ = ("key", "shape")
 
     def forward(self, a, mask):
-        shape = np.broadcast_shapes(a.shape, mask.shape)
-        self.shape, self.key = shape, (np.broadcast_to(mask, shape),)
-        return np.broadcast_to(a, shape)[self.key]
+        xp, shape = xp_of(a), host.broadcast_shapes(a.shape, mask.shape)
+        self.shape, self.key = shape, (xp.broadcast_to(mask, shape),)
+        return xp.broadcast_to(a, shape)[self.key]
 
     def backward(self, grad):
         return _add_at(grad, self.shape, self.key)  # the engine sums broadcast dims back
@@ -658,11 +661,11 @@ class MaskedScatterBackward0(Op):
     __slots__ = ("key", "src_shape")
 
     def forward(self, a, src, mask):
-        shape = np.broadcast_shapes(a.shape, mask.shape)
-        key = (np.broadcast_to(mask, shape),)
+        xp, shape = xp_of(a), host.broadcast_shapes(a.shape, mask.shape)
+        key = (xp.broadcast_to(mask, shape),)
         self.key, self.src_shape = key, src.shape
-        out = np.broadcast_to(a, shape).copy()
-        out[key] = src.reshape(-1)[:np.count_nonzero(key[0])]
+        out = xp.broadcast_to(a, shape).copy()
+        out[key] = src.reshape(-1)[:int(xp.count_nonzero(key[0]))]
         return out
 
     def backward(self, grad):
@@ -670,20 +673,21 @@ class MaskedScatterBackward0(Op):
         if self.needs_grad(1):
             picked = _select_at(grad, self.key)
             n = picked._data.shape[0]
-            size = int(np.prod(self.src_shape))
-            g_src = _add_at(picked, (size,), (np.arange(n),)).reshape(self.src_shape)
+            size = math.prod(self.src_shape)
+            arange = xp_of(picked._data).arange
+            g_src = _add_at(picked, (size,), (arange(n),)).reshape(self.src_shape)
         return (_zero_at(grad, self.key) if self.needs_grad(0) else None), g_src
 
 
-def _mask_array(mask) -> np.ndarray:
-    return mask._data if isinstance(mask, Tensor) else np.asarray(mask)
+def _mask_array(mask, input: Tensor):
+    return mask._data if isinstance(mask, Tensor) else xp_of(input._data).asarray(mask)
 
 
 def masked_select(input: Tensor, mask: Tensor, *, out: Tensor | None = None) -> Tensor:
     """``torch.masked_select``: a 1-d tensor of input's elements where mask is True (input and
     mask broadcast together)."""
-    m = _mask_array(mask)
-    if m.dtype != np.bool_:
+    m = _mask_array(mask, input)
+    if m.dtype != host.bool_:
         raise RuntimeError("masked_select: expected BoolTensor for mask")
     err = broadcast_error(m.shape, input._data.shape)
     if err is not None:
@@ -693,8 +697,8 @@ def masked_select(input: Tensor, mask: Tensor, *, out: Tensor | None = None) -> 
 
 def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     """``torch.masked_scatter``: source's elements, in order, written where mask is True."""
-    m = _mask_array(mask)
-    if m.dtype != np.bool_:
+    m = _mask_array(mask, input)
+    if m.dtype != host.bool_:
         raise RuntimeError("masked_scatter_ only supports boolean masks, but got mask with "
                            f"dtype {_scalar_name(m)}")
     a, s = input._data, source._data
@@ -704,7 +708,9 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     err = broadcast_error(m.shape, a.shape)
     if err is not None:
         raise err
-    if np.count_nonzero(np.broadcast_to(m, np.broadcast_shapes(a.shape, m.shape))) > s.size:
+    xp = xp_of(m)
+    if int(xp.count_nonzero(xp.broadcast_to(m, host.broadcast_shapes(a.shape, m.shape)))) > \
+            s.size:
         raise RuntimeError("Number of elements of source < number of ones in mask")
     return MaskedScatterBackward0.apply(input, source, params=(m,))
 
@@ -721,7 +727,7 @@ class TakeBackward0(Op):
         return a.reshape(-1)[idx]
 
     def backward(self, grad):
-        return _add_at(grad, (int(np.prod(self.shape)),), self.key).reshape(self.shape)
+        return _add_at(grad, (math.prod(self.shape),), self.key).reshape(self.shape)
 
 
 class PutBackward0(Op):
@@ -735,7 +741,7 @@ class PutBackward0(Op):
         out = a.copy()
         flat = out.reshape(-1)
         if accumulate:
-            np.add.at(flat, idx, src.reshape(-1))
+            xp_of(flat).add.at(flat, idx, src.reshape(-1))
         else:
             flat[idx] = src.reshape(-1)
         return out
@@ -750,7 +756,7 @@ class PutBackward0(Op):
         return g_self, g_src
 
 
-def _check_flat_bounds(idx: np.ndarray, size: int) -> None:
+def _check_flat_bounds(idx, size: int) -> None:
     v = _first_out_of_bounds(idx, size, True)
     if v is not None:
         raise IndexError(f"out of range: tried to access index {v} on a tensor of {size} "
@@ -760,7 +766,7 @@ def _check_flat_bounds(idx: np.ndarray, size: int) -> None:
 def take(input: Tensor, index: Tensor) -> Tensor:
     """``torch.take``: input read as 1-d at ``index`` (negative indices count from the end)."""
     idx = _index_array(index)
-    if idx.dtype != np.int64:
+    if idx.dtype != host.int64:
         raise RuntimeError(f"take(): Expected a long tensor for index, but got "
                            f"{_scalar_name(idx)}")
     size = input._data.size
@@ -776,7 +782,7 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None, *,
     (all dims but ``dim``); with ``dim=None``, along the flattened input. As in torch, indices
     along a given ``dim`` are taken modulo its size (so negative ones count from the end)."""
     idx = _index_array(indices, "indices")
-    if idx.dtype != np.int64:
+    if idx.dtype != host.int64:
         raise RuntimeError("torch.take_along_dim(): dtype of indices should be Long but got "
                            f"{_scalar_name(idx)}")
     a = input._data
@@ -794,12 +800,12 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None, *,
     err = broadcast_error(a_rest, i_rest)
     if err is not None:
         raise err
-    rest = np.broadcast_shapes(a_rest, i_rest)
+    rest = host.broadcast_shapes(a_rest, i_rest)
     if rest != a_rest:
         input = input.expand(rest[:d] + (a.shape[d],) + rest[d + 1:])
-    idx = np.broadcast_to(idx, rest[:d] + (idx.shape[d],) + rest[d + 1:])
+    idx = xp_of(idx).broadcast_to(idx, rest[:d] + (idx.shape[d],) + rest[d + 1:])
     if a.shape[d]:
-        idx = np.mod(idx, a.shape[d])
+        idx = idx % a.shape[d]
     return _write_out(out, gather(input, d, _make(idx)))
 
 
@@ -808,7 +814,7 @@ def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) 
     of input read as 1-d."""
     idx = _index_array(index)
     a, s = input._data, source._data
-    if idx.dtype != np.int64:
+    if idx.dtype != host.int64:
         raise RuntimeError(f"put_(): Expected a long tensor for index, but got "
                            f"{_scalar_name(idx)}")
     if s.dtype != a.dtype:

@@ -7,8 +7,7 @@ it advanced: a copy (``IndexBackward0``) whose gradient accumulates over repeate
 
 from __future__ import annotations
 
-import numpy as np
-
+from .._backend import host, is_array, xp_of
 from .._tensor import Tensor, _make
 from ._op import Op, apply1
 from .views import ViewOp, view_op
@@ -17,7 +16,7 @@ _BASIC = (int, slice, type(None), type(Ellipsis))
 
 
 def normalize_key(key):
-    """A NumPy index for ``key``: tensors become arrays, and a 1-tuple is kept a tuple."""
+    """An array index for ``key``: tensors become arrays, and a 1-tuple is kept a tuple."""
     if not isinstance(key, tuple):
         key = (key,)
     out = []
@@ -28,22 +27,24 @@ def normalize_key(key):
                 raise IndexError("tensors used as indices must be long, int, byte or bool "
                                  "tensors")
             k = int(d) if d.ndim == 0 and d.dtype.kind in "iu" else d
-        elif isinstance(k, np.integer):
+        elif isinstance(k, host.integer):
             k = int(k)
         elif isinstance(k, bool):
-            k = np.asarray(k)
-        elif isinstance(k, (list, np.ndarray)):
-            k = np.asarray(k)
-            if k.dtype.kind == "f":
-                if k.size:
-                    raise IndexError("tensors used as indices must be long, int, byte or bool "
-                                     "tensors")
-                k = k.astype(np.int64)  # x[[]]: an empty index list
+            k = host.asarray(k)
         elif isinstance(k, slice):
             if k.step is not None and k.step <= 0:
                 raise ValueError("slice step cannot be zero" if k.step == 0
                                  else "step must be greater than zero")
-        elif not isinstance(k, _BASIC):
+        elif isinstance(k, _BASIC):
+            pass
+        elif isinstance(k, list) or is_array(k):
+            k = host.asarray(k) if isinstance(k, list) else k
+            if k.dtype.kind == "f":
+                if k.size:
+                    raise IndexError("tensors used as indices must be long, int, byte or bool "
+                                     "tensors")
+                k = k.astype(host.int64)  # x[[]]: an empty index list
+        else:
             raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or "
                              "byte Variables are valid indices (got "
                              f"{type(k).__name__})")
@@ -119,7 +120,7 @@ class SliceBackwardBackward0(Op):
 
     def forward(self, g, shape, key):
         self.key = key
-        out = np.zeros(shape, dtype=g.dtype)
+        out = xp_of(g).zeros(shape, dtype=g.dtype)
         out[key] = g
         return out
 
@@ -147,8 +148,9 @@ class IndexBackwardBackward0(Op):
 
     def forward(self, g, shape, key):
         self.key = key
-        out = np.zeros(shape, dtype=g.dtype)
-        np.add.at(out, key, g)
+        xp = xp_of(g)
+        out = xp.zeros(shape, dtype=g.dtype)
+        xp.add.at(out, key, g)
         return out
 
     def backward(self, grad):
@@ -190,17 +192,17 @@ def _mask_mismatch(key: tuple, shape: tuple) -> IndexError | None:
     indexes. As in torch, ints, slices and None apply first: the mask is checked against
     that view, where it covers as many dims as it has."""
     def is_mask(k):
-        return isinstance(k, np.ndarray) and k.dtype == np.bool_ and k.ndim
+        return is_array(k) and k.dtype == host.bool_ and k.ndim
     # the view left by the basic part of the key: each array's dims kept whole
     basic = []
     for k in key:
-        if isinstance(k, np.ndarray):  # a 0-d bool (x[True]) adds a dim, as None does
+        if is_array(k):  # a 0-d bool (x[True]) adds a dim, as None does
             basic += [slice(None)] * k.ndim if is_mask(k) else [None if k.ndim == 0 else
                                                                  slice(None)]
         else:
             basic.append(k)
     try:
-        view = np.broadcast_to(np.empty((), np.bool_), shape)[tuple(basic)].shape
+        view = host.broadcast_to(host.empty((), host.bool_), shape)[tuple(basic)].shape
     except IndexError:
         return None
     rest = [k for k in key if not isinstance(k, int)]  # ints leave no dim in the view
@@ -238,7 +240,7 @@ def setitem(input: Tensor, key, value) -> None:
     key = normalize_key(key)
     if not isinstance(value, Tensor):
         value = value if isinstance(value, (int, float, bool)) else _make(
-            np.asarray(value, dtype=input._data.dtype))
+            xp_of(input._data).asarray(value, dtype=input._data.dtype))
     if is_basic(key):
         _check_basic(key, input._data.shape)
         copy_(getitem(input, key), value)
@@ -252,8 +254,8 @@ def index_put_op(input: Tensor, key, value) -> Tensor:
     except IndexError as e:
         raise _index_error(e, input._data.shape, key) from None
     except ValueError as e:
-        raise RuntimeError(f"shape mismatch: value tensor of shape "
-                           f"{list(np.shape(value._data if isinstance(value, Tensor) else value))}"
+        shape = value._data.shape if isinstance(value, Tensor) else host.shape(value)
+        raise RuntimeError(f"shape mismatch: value tensor of shape {list(shape)}"
                            f" cannot be broadcast to indexing result: {e}") from None
 
 
@@ -270,7 +272,8 @@ class MaskedFillBackward0(Op):
 
     def forward(self, a, mask, value):
         self.mask = mask
-        return np.where(mask, np.asarray(value, dtype=a.dtype), a)
+        xp = xp_of(a)
+        return xp.where(mask, xp.asarray(value, dtype=a.dtype), a)
 
     def backward(self, grad):
         return apply1(MaskedFillBackward0, grad, self.mask, 0)
@@ -283,7 +286,7 @@ class MaskedFillBackward1(Op):
 
     def forward(self, a, value, mask):
         self.mask = mask
-        return np.where(mask, value.astype(a.dtype), a)
+        return xp_of(a).where(mask, value.astype(a.dtype), a)
 
     def backward(self, grad):
         from .elementwise import where
@@ -294,7 +297,7 @@ class MaskedFillBackward1(Op):
 
 def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
     """``torch.masked_fill``: value where mask is True."""
-    if not isinstance(mask, Tensor) or mask._data.dtype != np.bool_:
+    if not isinstance(mask, Tensor) or mask._data.dtype != host.bool_:
         from .._tensor import _CPP_NAMES
         name = _CPP_NAMES[mask.dtype.name] if isinstance(mask, Tensor) else type(mask).__name__
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
@@ -316,13 +319,16 @@ def nonzero(input: Tensor, *, as_tuple: bool = False):
     d = input._data
     if as_tuple:  # views of one index matrix, as in torch (a 0-d input counts as 1-d)
         from .views import unbind
-        return unbind(_make(np.argwhere(d.reshape(1) if d.ndim == 0 else d).astype(np.int64)), 1)
-    return _make(np.argwhere(d).astype(np.int64))
+        d = d.reshape(1) if d.ndim == 0 else d
+        return unbind(_make(xp_of(d).argwhere(d).astype(host.int64)), 1)
+    return _make(xp_of(d).argwhere(d).astype(host.int64))
 
 
-def _along(idx: np.ndarray, dim: int) -> tuple:
-    """A NumPy key putting ``idx`` on ``dim`` and each element's own position elsewhere."""
-    grid = list(np.indices(idx.shape, sparse=True))
+def _along(idx, dim: int) -> tuple:
+    """An array key putting ``idx`` on ``dim`` and each element's own position elsewhere."""
+    xp, nd = xp_of(idx), idx.ndim
+    grid = [xp.arange(n).reshape((1,) * i + (n,) + (1,) * (nd - i - 1))
+            for i, n in enumerate(idx.shape)]  # as np.indices(sparse=True)
     grid[dim] = idx
     return tuple(grid)
 
@@ -335,9 +341,10 @@ class ValueSelectingReductionBackward0(Op):
 
     def forward(self, g, shape, dim, idx):
         self.dim, self.idx = dim, idx
-        out = np.zeros(shape, dtype=g.dtype)
+        xp = xp_of(g)
+        out = xp.zeros(shape, dtype=g.dtype)
         if len(shape):
-            np.add.at(out, _along(idx, dim), g)
+            xp.add.at(out, _along(idx, dim), g)
         else:
             out[...] = g
         return out
@@ -353,11 +360,11 @@ class GatherBackward0(Op):
 
     def forward(self, a, dim, idx):
         self.shape, self.dim, self.idx = a.shape, dim, idx
-        return np.take_along_axis(a, idx, axis=dim) if a.ndim else a.copy()
+        return xp_of(a).take_along_axis(a, idx, axis=dim) if a.ndim else a.copy()
 
     def backward(self, grad):
         return apply1(ValueSelectingReductionBackward0, grad, self.shape, self.dim, self.idx)
 
 
-def _scatter_into(grad: Tensor, shape: tuple, dim: int, idx: np.ndarray) -> Tensor:
+def _scatter_into(grad: Tensor, shape: tuple, dim: int, idx) -> Tensor:
     return apply1(ValueSelectingReductionBackward0, grad, shape, dim, idx)

@@ -9,8 +9,7 @@ as torch does.
 
 from __future__ import annotations
 
-import numpy as np
-
+from .._backend import host, xp_of
 from .._tensor import Tensor, _make, _refresh_view
 from ..autograd.grad_mode import state as _grad_state
 from ..autograd.graph import next_sequence_nr
@@ -56,7 +55,7 @@ def _snapshot(self: Tensor) -> Tensor:
     return s
 
 
-def _check_cast(self: Tensor, result: np.ndarray, name: str) -> None:
+def _check_cast(self: Tensor, result, name: str) -> None:
     src, dst = result.dtype, self._data.dtype
     if src == dst:
         return
@@ -66,17 +65,17 @@ def _check_cast(self: Tensor, result: np.ndarray, name: str) -> None:
                            f"to the desired output type {from_numpy_dtype(dst)._legacy[:-6]}")
 
 
-def _write(self: Tensor, result: np.ndarray, name: str) -> None:
+def _write(self: Tensor, result, name: str) -> None:
     if result.shape != self._data.shape:
         try:
-            np.broadcast_to(result, self._data.shape)
+            xp_of(result).broadcast_to(result, self._data.shape)
         except ValueError:
             raise RuntimeError(
                 f"output with shape {list(self._data.shape)} doesn't match the broadcast shape "
-                f"{list(np.broadcast_shapes(result.shape, self._data.shape))}") from None
+                f"{list(host.broadcast_shapes(result.shape, self._data.shape))}") from None
     _check_cast(self, result, name)
     try:
-        np.copyto(self._data, result, casting="unsafe")
+        xp_of(self._data).copyto(self._data, result, casting="unsafe")
     except ValueError as e:
         if "read-only" in str(e):
             raise RuntimeError(
@@ -208,7 +207,7 @@ class CopySlices(Op):
             first = 0.0
         elif first._data.shape != meta[0] or first._data.dtype != meta[1]:
             from ..autograd.engine import _validate
-            first = _validate(fn, 0, first, meta)
+            first = _validate(fn, 0, first, meta, False)
         return (AsStridedScatterBackward0.apply(grad, first, params=(chain,)),) + res[1:]
 
     def _release(self) -> None:
@@ -244,7 +243,7 @@ class CopyBackwards(Op):
         return "torch::autograd::CopyBackwards"
 
     def forward(self, a, src):
-        out = np.empty_like(a)
+        out = xp_of(a).empty_like(a)
         out[...] = src
         return out
 
@@ -258,7 +257,7 @@ class FillBackward2(Op):
     __slots__ = ()
 
     def forward(self, a, value):
-        return np.full_like(a, value)
+        return xp_of(a).full_like(a, value)
 
     def backward(self, grad):
         return grad * 0
@@ -270,7 +269,7 @@ class ZeroBackward0(Op):
     __slots__ = ()
 
     def forward(self, a):
-        return np.zeros_like(a)
+        return xp_of(a).zeros_like(a)
 
     def backward(self, grad):
         return grad * 0
@@ -279,7 +278,7 @@ class ZeroBackward0(Op):
 def copy_(self: Tensor, src, non_blocking: bool = False) -> Tensor:
     """``Tensor.copy_``: copy (broadcast, cast) ``src`` into ``self``."""
     if not isinstance(src, Tensor):
-        src = _make(np.asarray(src))
+        src = _make(xp_of(self._data).asarray(src))
     return inplace(self, _copy, src)
 
 
@@ -324,8 +323,8 @@ def write_out(out: Tensor, result: Tensor, name: str | None = None) -> Tensor:
                            "don't support automatic differentiation, but one of the arguments "
                            "requires grad.")
     if out._data.shape != result._data.shape:
-        out._data = np.empty(result._data.shape, dtype=out._data.dtype)
+        out._data = xp_of(out._data).empty(result._data.shape, dtype=out._data.dtype)
     _check_cast(out, result._data, "out")
-    np.copyto(out._data, result._data, casting="unsafe")
+    xp_of(out._data).copyto(out._data, result._data, casting="unsafe")
     out._vc[0] += 1
     return out

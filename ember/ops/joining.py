@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import numpy as np
-
+from .._backend import xp_of
 from .._tensor import Tensor, _wrap_dim
 from ._op import Op
 
@@ -17,7 +16,7 @@ class CatBackward0(Op):
         *arrays, dim = arrays_and_dim
         self.dim = dim
         self.sizes = [a.shape[dim] for a in arrays]
-        return np.concatenate(arrays, axis=dim)
+        return xp_of(*arrays).concatenate(arrays, axis=dim)
 
     def backward(self, grad):
         out, start = [], 0
@@ -36,7 +35,7 @@ class StackBackward0(Op):
     def forward(self, *arrays_and_dim):
         *arrays, dim = arrays_and_dim
         self.dim = dim
-        return np.stack(arrays, axis=dim)
+        return xp_of(*arrays).stack(arrays, axis=dim)
 
     def backward(self, grad):
         lead = (slice(None),) * self.dim

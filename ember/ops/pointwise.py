@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from .._backend import dtypes as _dt
+from .._backend import host, is_array, xp_of
 from .._tensor import Tensor, _make
 from ._op import BinaryOp, Op, apply1, promote
 from .elementwise import (
@@ -96,9 +95,10 @@ _SQRT_PI = math.sqrt(math.pi)
 _TWO_OVER_SQRT_PI = 2.0 / _SQRT_PI
 
 
-def _const(values: np.ndarray, like: Tensor) -> Tensor:
-    """A constant (non-differentiable) tensor of ``values`` in ``like``'s dtype."""
-    return _make(np.asarray(values, dtype=like._data.dtype))
+def _const(values, like: Tensor) -> Tensor:
+    """A constant (non-differentiable) tensor of ``values`` (an array) in ``like``'s dtype."""
+    d = like._data
+    return _make(xp_of(d).asarray(values, dtype=d.dtype))
 
 
 # --------------------------------------------------------------------------- erf family
@@ -117,14 +117,16 @@ _CF_DEPTH = 60
 _SPLIT = 2.0
 
 
-def _exp_neg_square(x: np.ndarray) -> np.ndarray:
-    """exp(-x*x) without the rounding error of x*x (x split into a 26-bit head and a tail)."""
-    head = (x.view(np.int64) & ~np.int64((1 << 27) - 1)).view(np.float64)
+def _exp_neg_square(x):
+    """exp(-x*x) of a float64 array without the rounding error of x*x (x split into a 26-bit
+    head and a tail)."""
+    xp = xp_of(x)
+    head = (x.view(host.int64) & ~((1 << 27) - 1)).view(host.float64)
     tail = x - head
-    return np.exp(-head * head) * np.exp(-tail * (x + head))
+    return xp.exp(-head * head) * xp.exp(-tail * (x + head))
 
 
-def _erf_series(x: np.ndarray) -> np.ndarray:
+def _erf_series(x):
     x2 = 2.0 * x * x
     term = x.copy()
     total = x.copy()
@@ -134,56 +136,59 @@ def _erf_series(x: np.ndarray) -> np.ndarray:
     return _TWO_OVER_SQRT_PI * _exp_neg_square(x) * total
 
 
-def _erfc_fraction(x: np.ndarray) -> np.ndarray:
+def _erfc_fraction(x):
     t = x.copy()
     for k in range(_CF_DEPTH, 0, -1):
         t = x + (0.5 * k) / t
     return _exp_neg_square(x) / _SQRT_PI / t
 
 
-def _erf_erfc(x: np.ndarray, want_erfc: bool) -> np.ndarray:
+def _erf_erfc(x, want_erfc: bool):
     """erf(x) (or erfc(x)) of a float64 array."""
-    ax = np.minimum(np.abs(x), 30.0)  # erfc underflows to 0 well before |x| = 30
-    out = np.full(x.shape, np.nan)
+    xp = xp_of(x)
+    ax = xp.minimum(abs(x), 30.0)  # erfc underflows to 0 well before |x| = 30
+    out = xp.full(x.shape, math.nan)
     small = ax < _SPLIT
     large = ax >= _SPLIT
     e_small = _erf_series(ax[small])
     c_large = _erfc_fraction(ax[large])
-    neg = np.signbit(x)
+    neg = xp.signbit(x)
     if want_erfc:  # erfc(-a) = 2 - erfc(a)
-        out[small] = np.where(neg[small], 1.0 + e_small, 1.0 - e_small)
-        out[large] = np.where(neg[large], 2.0 - c_large, c_large)
+        out[small] = xp.where(neg[small], 1.0 + e_small, 1.0 - e_small)
+        out[large] = xp.where(neg[large], 2.0 - c_large, c_large)
     else:  # erf(-a) = -erf(a)
-        out[small] = np.where(neg[small], -e_small, e_small)
-        out[large] = np.where(neg[large], c_large - 1.0, 1.0 - c_large)
+        out[small] = xp.where(neg[small], -e_small, e_small)
+        out[large] = xp.where(neg[large], c_large - 1.0, 1.0 - c_large)
     return out
 
 
-def _float64_math(fn, a: np.ndarray) -> np.ndarray:
-    """``fn`` evaluated in float64 on ``a``, the result in ``a``'s dtype."""
-    return np.asarray(fn(a.astype(np.float64)), dtype=np.float64).astype(a.dtype, copy=False)
+def _float64_math(fn, a):
+    """``fn`` evaluated in float64 on the array ``a``, the result in ``a``'s dtype."""
+    out = xp_of(a).asarray(fn(a.astype(host.float64)), dtype=host.float64)
+    return out.astype(a.dtype, copy=False)
 
 
-def _erfinv64(y: np.ndarray) -> np.ndarray:
-    ay = np.abs(y)
-    with np.errstate(divide="ignore", invalid="ignore"):
+def _erfinv64(y):
+    xp = xp_of(y)
+    ay = abs(y)
+    with host.errstate(divide="ignore", invalid="ignore"):
         # Winitzki: erfinv(y) ~ sqrt(sqrt(b^2 - l/a) - b), l = log(1 - y^2), b = 2/(pi a) + l/2
         a = 0.147
-        ln = np.log((1.0 - ay) * (1.0 + ay))
+        ln = xp.log((1.0 - ay) * (1.0 + ay))
         b = 2.0 / (math.pi * a) + 0.5 * ln
-        x = np.sqrt(np.sqrt(b * b - ln / a) - b)
+        x = xp.sqrt(xp.sqrt(b * b - ln / a) - b)
         inner = ay < 0.5
-        x = np.where(inner, _SQRT_PI / 2 * ay * (1 + math.pi / 12 * ay * ay), x)
+        x = xp.where(inner, _SQRT_PI / 2 * ay * (1 + math.pi / 12 * ay * ay), x)
         ok = ay < 1.0
-        x = np.where(ok, x, 0.0)
+        x = xp.where(ok, x, 0.0)
         c = 1.0 - ay  # exact for ay >= 0.5
         for _ in range(3):
             fprime = _TWO_OVER_SQRT_PI * _exp_neg_square(x)
-            resid = np.where(inner, _erf_erfc(x, False) - ay, c - _erf_erfc(x, True))
-            u = np.where(fprime > 0, resid / fprime, 0.0)
+            resid = xp.where(inner, _erf_erfc(x, False) - ay, c - _erf_erfc(x, True))
+            u = xp.where(fprime > 0, resid / fprime, 0.0)
             x = x - u / (1.0 + x * u)
-        x = np.where(ok, x, np.where(ay == 1.0, np.inf, np.nan))
-    return np.copysign(x, y)
+        x = xp.where(ok, x, xp.where(ay == 1.0, math.inf, math.nan))
+    return xp.copysign(x, y)
 
 
 # --------------------------------------------------------------------------- unary ops
@@ -196,7 +201,7 @@ class Exp2Backward0(Op):
     save_output = True
 
     def forward(self, a):
-        return np.exp2(a)
+        return xp_of(a).exp2(a)
 
     def backward(self, grad):
         return grad * (self.saved_output() * _LN2)
@@ -209,7 +214,7 @@ class Expm1Backward0(Op):
     save_output = True
 
     def forward(self, a):
-        return np.expm1(a)
+        return xp_of(a).expm1(a)
 
     def backward(self, grad):
         return grad * (self.saved_output() + 1)
@@ -222,8 +227,8 @@ class Log2Backward0(Op):
     save_inputs = (0,)
 
     def forward(self, a):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.log2(a)
+        with host.errstate(divide="ignore", invalid="ignore"):
+            return xp_of(a).log2(a)
 
     def backward(self, grad):
         (a,) = self.saved()
@@ -237,8 +242,8 @@ class Log10Backward0(Op):
     save_inputs = (0,)
 
     def forward(self, a):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.log10(a)
+        with host.errstate(divide="ignore", invalid="ignore"):
+            return xp_of(a).log10(a)
 
     def backward(self, grad):
         (a,) = self.saved()
@@ -252,8 +257,8 @@ class Log1PBackward0(Op):
     save_inputs = (0,)
 
     def forward(self, a):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.log1p(a)
+        with host.errstate(divide="ignore", invalid="ignore"):
+            return xp_of(a).log1p(a)
 
     def backward(self, grad):
         (a,) = self.saved()
@@ -267,8 +272,8 @@ class RsqrtBackward0(Op):
     save_output = True
 
     def forward(self, a):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return 1 / np.sqrt(a)
+        with host.errstate(divide="ignore", invalid="ignore"):
+            return 1 / xp_of(a).sqrt(a)
 
     def backward(self, grad):
         y = self.saved_output()
@@ -282,7 +287,7 @@ class TanBackward0(Op):
     save_output = True
 
     def forward(self, a):
-        return np.tan(a)
+        return xp_of(a).tan(a)
 
     def backward(self, grad):
         y = self.saved_output()
@@ -296,8 +301,8 @@ class AsinBackward0(Op):
     save_inputs = (0,)
 
     def forward(self, a):
-        with np.errstate(invalid="ignore"):
-            return np.arcsin(a)
+        with host.errstate(invalid="ignore"):
+            return xp_of(a).arcsin(a)
 
     def backward(self, grad):
         (a,) = self.saved()
@@ -311,8 +316,8 @@ class AcosBackward0(Op):
     save_inputs = (0,)
 
     def forward(self, a):
-        with np.errstate(invalid="ignore"):
-            return np.arccos(a)
+        with host.errstate(invalid="ignore"):
+            return xp_of(a).arccos(a)
 
     def backward(self, grad):
         (a,) = self.saved()
@@ -326,7 +331,7 @@ class AtanBackward0(Op):
     save_inputs = (0,)
 
     def forward(self, a):
-        return np.arctan(a)
+        return xp_of(a).arctan(a)
 
     def backward(self, grad):
         (a,) = self.saved()
@@ -340,8 +345,8 @@ class SinhBackward0(Op):
     save_inputs = (0,)
 
     def forward(self, a):
-        with np.errstate(over="ignore"):
-            return np.sinh(a)
+        with host.errstate(over="ignore"):
+            return xp_of(a).sinh(a)
 
     def backward(self, grad):
         (a,) = self.saved()
@@ -355,8 +360,8 @@ class CoshBackward0(Op):
     save_inputs = (0,)
 
     def forward(self, a):
-        with np.errstate(over="ignore"):
-            return np.cosh(a)
+        with host.errstate(over="ignore"):
+            return xp_of(a).cosh(a)
 
     def backward(self, grad):
         (a,) = self.saved()
@@ -370,7 +375,7 @@ class AsinhBackward0(Op):
     save_inputs = (0,)
 
     def forward(self, a):
-        return np.arcsinh(a)
+        return xp_of(a).arcsinh(a)
 
     def backward(self, grad):
         (a,) = self.saved()
@@ -384,8 +389,8 @@ class AcoshBackward0(Op):
     save_inputs = (0,)
 
     def forward(self, a):
-        with np.errstate(invalid="ignore"):
-            return np.arccosh(a)
+        with host.errstate(invalid="ignore"):
+            return xp_of(a).arccosh(a)
 
     def backward(self, grad):
         (a,) = self.saved()
@@ -399,8 +404,8 @@ class AtanhBackward0(Op):
     save_inputs = (0,)
 
     def forward(self, a):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.arctanh(a)
+        with host.errstate(divide="ignore", invalid="ignore"):
+            return xp_of(a).arctanh(a)
 
     def backward(self, grad):
         (a,) = self.saved()
@@ -419,9 +424,9 @@ class LogitBackward0(Op):
     def forward(self, a, eps):
         self.eps = eps
         if eps is not None:
-            a = np.clip(a, eps, 1 - eps)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.log(a / (1 - a))
+            a = a.clip(eps, 1 - eps)
+        with host.errstate(divide="ignore", invalid="ignore"):
+            return xp_of(a).log(a / (1 - a))
 
     def backward(self, grad):
         (a,) = self.saved()
@@ -482,10 +487,11 @@ class SincBackward0(Op):
     save_inputs = (0,)
 
     def forward(self, a):
+        xp = xp_of(a)
         px = a * math.pi
-        with np.errstate(divide="ignore", invalid="ignore"):
-            out = np.sin(px) / px
-        return np.where(a == 0, np.ones((), a.dtype), out)
+        with host.errstate(divide="ignore", invalid="ignore"):
+            out = xp.sin(px) / px
+        return xp.where(a == 0, xp.ones((), a.dtype), out)
 
     def backward(self, grad):
         (a,) = self.saved()
@@ -526,7 +532,7 @@ class FracBackward0(Op):
     __slots__ = ()
 
     def forward(self, a):
-        return a - np.trunc(a)
+        return a - xp_of(a).trunc(a)
 
     def backward(self, grad):
         return grad
@@ -539,11 +545,12 @@ class NanToNumBackward0(Op):
     save_inputs = (0,)
 
     def forward(self, a, nan, posinf, neginf):
-        return np.nan_to_num(a, nan=nan, posinf=posinf, neginf=neginf)
+        return xp_of(a).nan_to_num(a, nan=nan, posinf=posinf, neginf=neginf)
 
     def backward(self, grad):
         (a,) = self.saved()
-        return where(_make(np.isfinite(a._data)), grad, 0.0)
+        x = a._data
+        return where(_make(xp_of(x).isfinite(x)), grad, 0.0)
 
 
 class _Rounding(Op):
@@ -559,21 +566,21 @@ class FloorBackward0(_Rounding):
     __slots__ = ()
 
     def forward(self, a):
-        return np.floor(a)
+        return xp_of(a).floor(a)
 
 
 class CeilBackward0(_Rounding):
     __slots__ = ()
 
     def forward(self, a):
-        return np.ceil(a)
+        return xp_of(a).ceil(a)
 
 
 class TruncBackward0(_Rounding):
     __slots__ = ()
 
     def forward(self, a):
-        return np.trunc(a)
+        return xp_of(a).trunc(a)
 
 
 class RoundBackward0(_Rounding):
@@ -582,7 +589,7 @@ class RoundBackward0(_Rounding):
     __slots__ = ()
 
     def forward(self, a):
-        return np.rint(a)
+        return xp_of(a).rint(a)
 
 
 class RoundBackward1(_Rounding):
@@ -592,11 +599,12 @@ class RoundBackward1(_Rounding):
 
     def forward(self, a, decimals):
         k = -decimals if decimals < 0 else decimals
-        with np.errstate(over="ignore", invalid="ignore"):
-            scale = np.asarray(10.0 ** k if k < 309 else np.inf).astype(a.dtype)  # as torch
+        with host.errstate(over="ignore", invalid="ignore"):
+            xp = xp_of(a)
+            scale = xp.asarray(10.0 ** k if k < 309 else math.inf).astype(a.dtype)  # as torch
             if decimals >= 0:
-                return np.rint(a * scale) / scale
-            return np.rint(a / scale) * scale
+                return xp.rint(a * scale) / scale
+            return xp.rint(a / scale) * scale
 
 
 # --------------------------------------------------------------------------- public unary functions
@@ -713,7 +721,7 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
 def positive(input: Tensor) -> Tensor:
     """``torch.positive``: ``input`` itself (torch returns the same tensor); bool refused."""
     x = _check_tensor(input, "positive")
-    if x._data.dtype == np.bool_:
+    if x._data.dtype == host.bool_:
         raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
     return x
 
@@ -727,7 +735,7 @@ class RemainderBackward0(Op):
     __slots__ = ()
 
     def forward(self, a, b):
-        return _mod(np.remainder, a, b)
+        return _mod("remainder", a, b)
 
     def backward(self, grad):
         return grad
@@ -740,7 +748,7 @@ class RemainderBackward1(BinaryOp):
     save_inputs = (0, 1)
 
     def forward(self, a, b):
-        return _mod(np.remainder, a, b)
+        return _mod("remainder", a, b)
 
     def backward(self, grad):
         a, b = self.saved()
@@ -754,7 +762,7 @@ class FmodBackward0(Op):
     __slots__ = ()
 
     def forward(self, a, b):
-        return _mod(np.fmod, a, b)
+        return _mod("fmod", a, b)
 
     def backward(self, grad):
         return grad
@@ -767,7 +775,7 @@ class FmodBackward1(BinaryOp):
     save_inputs = (0, 1)
 
     def forward(self, a, b):
-        return _mod(np.fmod, a, b)
+        return _mod("fmod", a, b)
 
     def backward(self, grad):
         a, b = self.saved()
@@ -775,13 +783,15 @@ class FmodBackward1(BinaryOp):
         return grad, gb
 
 
-def _mod(ufunc, a, b):
-    if type(b) is int and isinstance(a, np.ndarray) and a.dtype.kind in "iu":
-        b = np.array(b).astype(a.dtype)  # torch casts the scalar, wrapping around (uint8: -2)
-    if np.result_type(a, b).kind in "iub" and not np.all(b):
+def _mod(ufunc: str, a, b):
+    """The array module's ``ufunc`` (``"remainder"`` or ``"fmod"``) of ``a`` and ``b``."""
+    xp = xp_of(a, b)
+    if type(b) is int and is_array(a) and a.dtype.kind in "iu":
+        b = xp.asarray(b).astype(a.dtype)  # torch casts the scalar, wrapping around (uint8: -2)
+    if xp.result_type(a, b).kind in "iub" and not xp.all(b):
         raise RuntimeError("ZeroDivisionError")  # torch's wording for integer x % 0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return ufunc(a, b)
+    with host.errstate(divide="ignore", invalid="ignore"):
+        return getattr(xp, ufunc)(a, b)
 
 
 class _ForwardOnly(Op):
@@ -814,7 +824,7 @@ class Atan2Backward0(BinaryOp):
     int_to_float = True
 
     def forward(self, a, b):
-        return np.arctan2(a, b)
+        return xp_of(a, b).arctan2(a, b)
 
     def backward(self, grad):
         a, b = self.saved()
@@ -830,12 +840,12 @@ class FmaxBackward0(BinaryOp):
     save_inputs = (0, 1)
 
     def forward(self, a, b):
-        return np.fmax(a, b)
+        return xp_of(a, b).fmax(a, b)
 
     def backward(self, grad):
         a, b = self.saved()
-        with np.errstate(invalid="ignore"):
-            first = (a._data >= b._data) | np.isnan(b._data)
+        with host.errstate(invalid="ignore"):
+            first = (a._data >= b._data) | xp_of(b._data).isnan(b._data)
         return _split(grad, first)
 
 
@@ -846,16 +856,16 @@ class FminBackward0(BinaryOp):
     save_inputs = (0, 1)
 
     def forward(self, a, b):
-        return np.fmin(a, b)
+        return xp_of(a, b).fmin(a, b)
 
     def backward(self, grad):
         a, b = self.saved()
-        with np.errstate(invalid="ignore"):
-            first = (a._data <= b._data) | np.isnan(b._data)
+        with host.errstate(invalid="ignore"):
+            first = (a._data <= b._data) | xp_of(b._data).isnan(b._data)
         return _split(grad, first)
 
 
-def _split(grad: Tensor, first: np.ndarray):
+def _split(grad: Tensor, first):
     mask = _make(first)
     return where(mask, grad, 0.0), where(mask, 0.0, grad)
 
@@ -868,7 +878,7 @@ class HypotBackward0(BinaryOp):
     save_output = True
 
     def forward(self, a, b):
-        return np.hypot(a, b)
+        return xp_of(a, b).hypot(a, b)
 
     def backward(self, grad):
         a, b = self.saved()
@@ -884,7 +894,7 @@ class LogaddexpBackward0(BinaryOp):
     save_inputs = (0, 1)
 
     def forward(self, a, b):
-        return np.logaddexp(a, b)
+        return xp_of(a, b).logaddexp(a, b)
 
     def backward(self, grad):
         a, b = self.saved()
@@ -899,7 +909,7 @@ class Logaddexp2Backward0(BinaryOp):
     save_inputs = (0, 1)
 
     def forward(self, a, b):
-        return np.logaddexp2(a, b)
+        return xp_of(a, b).logaddexp2(a, b)
 
     def backward(self, grad):
         a, b = self.saved()
@@ -908,11 +918,12 @@ class Logaddexp2Backward0(BinaryOp):
 
 
 def _xlogy(a, b):
-    if not isinstance(b, np.ndarray):  # np.log of a Python float is a (strong) float64
-        b = np.asarray(b, dtype=a.dtype)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = a * np.log(b)
-    return np.where((a == 0) & ~np.isnan(b), np.zeros((), out.dtype), out)
+    xp = xp_of(a, b)
+    if not is_array(b):  # the log of a Python float is a (strong) float64
+        b = xp.asarray(b, dtype=a.dtype)
+    with host.errstate(divide="ignore", invalid="ignore"):
+        out = a * xp.log(b)
+    return xp.where((a == 0) & ~xp.isnan(b), xp.zeros((), out.dtype), out)
 
 
 class XlogyBackward0(BinaryOp):
@@ -973,8 +984,9 @@ class XlogyBackward2(Op):
 def _xlogy_input_grad(grad: Tensor, a: Tensor, b, b_values) -> Tensor:
     """torch: xlogy(grad, other), masked to 0 where input == 0 and other <= 0."""
     g = xlogy(grad, b)
-    with np.errstate(invalid="ignore"):
-        mask = (a._data == 0) & (np.asarray(b_values) <= 0)
+    with host.errstate(invalid="ignore"):
+        x = a._data
+        mask = (x == 0) & (xp_of(x).asarray(b_values) <= 0)
     return where(_make(mask), 0.0, g) if mask.any() else g
 
 
@@ -987,7 +999,7 @@ class CopysignBackward0(BinaryOp):
     int_to_float = True
 
     def forward(self, a, b):
-        return np.copysign(a, b)
+        return xp_of(a, b).copysign(a, b)
 
     def backward(self, grad):
         (a,) = self.saved()
@@ -1003,7 +1015,7 @@ class CopysignBackward1(Op):
     save_output = True
 
     def forward(self, a, b):
-        return np.copysign(a, b)
+        return xp_of(a, b).copysign(a, b)
 
     def backward(self, grad):
         (a,) = self.saved()
@@ -1013,8 +1025,8 @@ class CopysignBackward1(Op):
 def _copysign_ratio(a: Tensor, out: Tensor) -> Tensor:
     """result / input: +-1, and 0 where input is 0. Piecewise constant, so a constant here."""
     x = a._data
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return _const(np.where(x == 0, 0, out._data / x), a)
+    with host.errstate(divide="ignore", invalid="ignore"):
+        return _const(xp_of(x).where(x == 0, 0, out._data / x), a)
 
 
 class LerpBackward0(Op):
@@ -1051,7 +1063,7 @@ class LerpBackward1(Op):
 def _lerp(a, b, w):
     """torch's formula: exact at both ends (weight 0 gives input, weight 1 gives end)."""
     diff = b - a
-    return np.where(np.abs(w) < 0.5, a + w * diff, b - diff * (1 - w))
+    return xp_of(a).where(abs(w) < 0.5, a + w * diff, b - diff * (1 - w))
 
 
 class AddcmulBackward0(Op):
@@ -1080,7 +1092,7 @@ class AddcdivBackward0(Op):
 
     def forward(self, a, t1, t2, value):
         self.value = value
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with host.errstate(divide="ignore", invalid="ignore"):
             return a + value * (t1 / t2) if value != 1 else a + t1 / t2
 
     def backward(self, grad):
@@ -1136,7 +1148,7 @@ def _reversed_remainder(x: Tensor, scalar) -> Tensor:
 
 
 def _scalar_first_remainder(b, scalar):
-    return _mod(np.remainder, scalar, b)
+    return _mod("remainder", scalar, b)
 
 
 def fmod(input, other, *, out=None) -> Tensor:
@@ -1179,7 +1191,7 @@ def _float_binary(cls, name: str):
         rt = _dt.result_type(input, other)
         if not rt.is_floating_point:
             try:
-                np.broadcast_shapes(input._data.shape, other._data.shape)
+                host.broadcast_shapes(input._data.shape, other._data.shape)
             except ValueError:
                 _raise_not_broadcastable(input, other)
             raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{scalar_name(rt)}'")
@@ -1244,20 +1256,21 @@ def heaviside(input: Tensor, values: Tensor, *, out=None) -> Tensor:
 
 
 def _heaviside(x, values):
-    one = np.ones((), x.dtype)
-    zero = np.zeros((), x.dtype)
-    return np.where(x == 0, values, np.where(x > 0, one, zero)).astype(x.dtype, copy=False)
+    xp = xp_of(x)
+    one = xp.ones((), x.dtype)
+    zero = xp.zeros((), x.dtype)
+    return xp.where(x == 0, values, xp.where(x > 0, one, zero)).astype(x.dtype, copy=False)
 
 
 def float_power(input, exponent, *, out=None) -> Tensor:
     """``torch.float_power``: pow computed in float64 (a composite: cast, then ``pow``)."""
     f64 = _dt.float64
     if isinstance(input, Tensor):
-        base = input if input._data.dtype == np.float64 else to_dtype(input, f64)
+        base = input if input._data.dtype == host.float64 else to_dtype(input, f64)
     else:
         base = float(input)
     if isinstance(exponent, Tensor):
-        exp_ = exponent if exponent._data.dtype == np.float64 else to_dtype(exponent, f64)
+        exp_ = exponent if exponent._data.dtype == host.float64 else to_dtype(exponent, f64)
     else:
         exp_ = float(exponent)
     return _maybe_out(pow(base, exp_), out)
@@ -1265,7 +1278,7 @@ def float_power(input, exponent, *, out=None) -> Tensor:
 
 def _float_power_(self: Tensor, exponent) -> Tensor:
     """``Tensor.float_power_``: in place, so the base must already be float64."""
-    if self._data.dtype != np.float64:
+    if self._data.dtype != host.float64:
         raise RuntimeError(f"the base given to float_power_ has dtype {scalar_name(self.dtype)} "
                            "but the operation's result requires dtype Double")
     return _inplace(self, float_power, exponent)

@@ -6,8 +6,7 @@ from __future__ import annotations
 import warnings
 from collections import namedtuple
 
-import numpy as np
-
+from .._backend import host, xp_of
 from .._tensor import _CPP_NAMES, Tensor, _make, _wrap_dim
 from ._op import Op
 from .blas import DotBackward0, check_vectors, matmul, mm
@@ -103,7 +102,8 @@ def _scaled_sum(inp, prod, beta, alpha):
     if alpha != 1:
         prod = prod * alpha
     if beta == 0:
-        return np.broadcast_to(prod, np.broadcast_shapes(inp.shape, prod.shape)).copy()
+        shape = host.broadcast_shapes(inp.shape, prod.shape)
+        return xp_of(prod).broadcast_to(prod, shape).copy()
     if beta != 1:
         inp = inp * beta
     return (inp + prod).astype(prod.dtype, copy=False)
@@ -151,7 +151,7 @@ class AddrBackward0(Op):
 
     def forward(self, inp, v1, v2, beta, alpha):
         self.beta, self.alpha = beta, alpha
-        return _scaled_sum(inp, np.multiply.outer(v1, v2), beta, alpha)
+        return _scaled_sum(inp, v1[:, None] * v2, beta, alpha)
 
     def backward(self, grad):
         v1, v2 = self.saved()
@@ -168,7 +168,7 @@ class BaddbmmBackward0(Op):
 
     def forward(self, inp, b1, b2, beta, alpha):
         self.beta, self.alpha = beta, alpha
-        return _scaled_sum(inp, np.matmul(b1, b2), beta, alpha)
+        return _scaled_sum(inp, b1 @ b2, beta, alpha)
 
     def backward(self, grad):
         b1, b2 = self.saved()
@@ -185,8 +185,9 @@ class AddbmmBackward0(Op):
 
     def forward(self, inp, b1, b2, beta, alpha):
         self.beta, self.alpha = beta, alpha
-        prod = np.einsum("bij,bjk->ik", b1, b2, optimize=True) if b1.shape[0] else \
-            np.zeros((b1.shape[1], b2.shape[2]), dtype=b1.dtype)
+        xp = xp_of(b1)
+        prod = xp.einsum("bij,bjk->ik", b1, b2, optimize=True) if b1.shape[0] else \
+            xp.zeros((b1.shape[1], b2.shape[2]), dtype=b1.dtype)
         return _scaled_sum(inp, prod, beta, alpha)
 
     def backward(self, grad):
@@ -429,13 +430,14 @@ class EinsumBackward0(Op):
         self.shapes = tuple(a.shape for a in arrays)
         self._squeezed = squeezed
         self.save_inputs = tuple(range(len(arrays)))
-        ops = [np.squeeze(a, drop) if drop else a for a, drop in zip(arrays, squeezed)]
+        xp = xp_of(*arrays)
+        ops = [a.squeeze(drop) if drop else a for a, drop in zip(arrays, squeezed)]
         eq = ",".join(letters) + "->" + out
         if any(a.size == 0 for a in ops):
-            result = np.einsum(eq, *ops)
+            result = xp.einsum(eq, *ops)
         else:
-            result = np.einsum(eq, *ops, optimize=len(ops) > 1)
-        if any(np.may_share_memory(result, a) for a in arrays):
+            result = xp.einsum(eq, *ops, optimize=len(ops) > 1)
+        if any(xp.may_share_memory(result, a) for a in arrays):
             result = result.copy()  # einsum returns views for pure transposes and diagonals
         return result
 
@@ -461,7 +463,7 @@ class EinsumBackward0(Op):
                 if c in target:  # a diagonal: a fresh letter tied to c by an identity matrix
                     f = next(fresh)
                     terms.append(c + f)
-                    operands.append(_make(np.eye(size[c], dtype=grad._data.dtype)))
+                    operands.append(_make(xp_of(grad._data).eye(size[c], dtype=grad._data.dtype)))
                     target.append(f)
                 else:
                     target.append(c)
@@ -507,7 +509,7 @@ def tensordot(a: Tensor, b: Tensor, dims=2, out=None) -> Tensor:
     na, nb = a._data.ndim, b._data.ndim
     if isinstance(dims, Tensor):
         dims = dims.tolist()
-    if isinstance(dims, (int, np.integer)):
+    if isinstance(dims, (int, host.integer)):
         dims = int(dims)
         if dims < 0:
             raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
@@ -557,7 +559,7 @@ class LinalgCrossBackward0(Op):
 
     def forward(self, a, b, dim):
         self.dim = dim
-        return np.cross(a, b, axis=dim)
+        return xp_of(a).cross(a, b, axis=dim)
 
     def backward(self, grad):
         a, b = self.saved()
@@ -591,7 +593,7 @@ def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
     """``torch.cross``: without ``dim``, the first dim of size 3 (deprecated, warns)."""
     if dim is None:
         warnings.warn(_CROSS_DIM_WARNING, UserWarning, stacklevel=2)
-        shape = np.broadcast_shapes(input._data.shape, other._data.shape)
+        shape = host.broadcast_shapes(input._data.shape, other._data.shape)
         dim = next((i for i, s in enumerate(shape) if s == 3), None)
         if dim is None:
             raise RuntimeError("no dimension of size 3 in input")
@@ -723,10 +725,11 @@ def svd(input: Tensor, some: bool = True, compute_uv: bool = True):
         s = linalg.svdvals(input)
         m, n = input._data.shape[-2:]
         batch = input._data.shape[:-2]
-        zu = _make(np.zeros(batch + ((m, m) if not some else (m, min(m, n))),
-                            dtype=input._data.dtype))
-        zv = _make(np.zeros(batch + ((n, n) if not some else (n, min(m, n))),
-                            dtype=input._data.dtype))
+        zeros = xp_of(input._data).zeros
+        zu = _make(zeros(batch + ((m, m) if not some else (m, min(m, n))),
+                         dtype=input._data.dtype))
+        zv = _make(zeros(batch + ((n, n) if not some else (n, min(m, n))),
+                         dtype=input._data.dtype))
         return svd_result(zu, s, zv)
     u, s, vh = linalg.svd(input, full_matrices=not some)
     return svd_result(u, s, vh.mT)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections import namedtuple
+import math
 from itertools import pairwise
 
-import numpy as np
-
 from .._backend import dtypes as _dt
+from .._backend import host, xp_of
 from .._tensor import Tensor, _make, _wrap_dim
 from ._op import Op, apply1
 from .elementwise import scalar_name
@@ -24,7 +24,7 @@ def reduce_dims(dim, ndim: int) -> tuple[int, ...] | None:
     """
     if dim is None:
         return None
-    if isinstance(dim, (int, np.integer)):
+    if isinstance(dim, (int, host.integer)):
         d = _wrap_dim(int(dim), ndim)
         return (d,) if ndim else ()
     dims = tuple(sorted(_wrap_dim(int(d), ndim) for d in dim))
@@ -49,21 +49,21 @@ def _expand_back(grad: Tensor, shape: tuple, dims, keepdim: bool) -> Tensor:
     return grad.expand(shape)
 
 
-def _raw_expand_back(grad: np.ndarray, shape: tuple, dims, keepdim: bool) -> np.ndarray:
+def _raw_expand_back(grad, shape: tuple, dims, keepdim: bool):
     """``_expand_back`` on an array (for ``raw_backward`` rules)."""
     if dims is not None and not keepdim and len(shape):
         kept = list(shape)
         for d in dims:
             kept[d] = 1
-        grad = np.reshape(grad, kept)
-    return np.broadcast_to(grad, shape)
+        grad = grad.reshape(kept)
+    return xp_of(grad).broadcast_to(grad, shape)
 
 
-def _raw_div_count(grad: np.ndarray, n: int) -> np.ndarray:
+def _raw_div_count(grad, n: int):
     """``grad / n`` as the Tensor rule computes it (an empty input gives 0 / 0 = nan)."""
     if n:
         return grad / n
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with host.errstate(divide="ignore", invalid="ignore"):
         return grad / n
 
 
@@ -74,15 +74,15 @@ class SumBackward0(Op):
 
     def forward(self, a, out_dtype):
         self.shape = a.shape
-        # np.add.reduce, not np.sum: its float warnings are then attributed to ember (and
-        # silenced), and it skips np.sum's Python wrapper
-        return np.add.reduce(a, axis=None, dtype=out_dtype)
+        # add.reduce, not sum: its float warnings are then attributed to ember (and
+        # silenced), and it skips NumPy's Python wrapper of sum
+        return xp_of(a).add.reduce(a, axis=None, dtype=out_dtype)
 
     def backward(self, grad):
         return grad.expand(self.shape)
 
     def raw_backward(self, grad):
-        return np.broadcast_to(grad, self.shape)
+        return xp_of(grad).broadcast_to(grad, self.shape)
 
 
 class SumBackward1(Op):
@@ -92,7 +92,7 @@ class SumBackward1(Op):
 
     def forward(self, a, dims, keepdim, out_dtype):
         self.shape, self.dims, self.keepdim = a.shape, dims, keepdim
-        return np.add.reduce(a, axis=dims, keepdims=keepdim, dtype=out_dtype)
+        return xp_of(a).add.reduce(a, axis=dims, keepdims=keepdim, dtype=out_dtype)
 
     def backward(self, grad):
         return _expand_back(grad, self.shape, self.dims, self.keepdim)
@@ -109,18 +109,19 @@ class MeanBackward0(Op):
     def forward(self, a):
         self.shape = a.shape
         if not a.size:  # NumPy warns "Mean of empty slice"; torch quietly gives nan
-            return np.full((), np.nan, dtype=a.dtype)
-        return np.mean(a)
+            return xp_of(a).full((), math.nan, dtype=a.dtype)
+        return a.mean()
 
     def backward(self, grad):
-        n = int(np.prod(self.shape))
+        n = math.prod(self.shape)
         return (grad / n).expand(self.shape)
 
     def raw_backward(self, grad):
         n = 1
         for s in self.shape:
             n *= s
-        return np.broadcast_to(_raw_div_count(grad, n), self.shape)
+        grad = _raw_div_count(grad, n)
+        return xp_of(grad).broadcast_to(grad, self.shape)
 
 
 class MeanBackward1(Op):
@@ -131,12 +132,12 @@ class MeanBackward1(Op):
     def forward(self, a, dims, keepdim):
         self.shape, self.dims, self.keepdim = a.shape, dims, keepdim
         if not a.size:  # NumPy warns "Mean of empty slice"; torch quietly gives nan
-            with np.errstate(invalid="ignore"):
-                return np.sum(a, axis=dims, keepdims=keepdim) / 0
-        return np.mean(a, axis=dims, keepdims=keepdim)
+            with host.errstate(invalid="ignore"):
+                return a.sum(axis=dims, keepdims=keepdim) / 0
+        return a.mean(axis=dims, keepdims=keepdim)
 
     def backward(self, grad):
-        n = int(np.prod([self.shape[d] for d in self.dims]))
+        n = math.prod([self.shape[d] for d in self.dims])
         return _expand_back(grad / n, self.shape, self.dims, self.keepdim)
 
     def raw_backward(self, grad):
@@ -155,16 +156,16 @@ class LinalgVectorNormBackward0(Op):
 
     def forward(self, a, ord, dims, keepdim):
         self.ord, self.dims, self.keepdim = ord, dims, keepdim
-        x = np.abs(a)
+        x = abs(a)
         if ord == _INF:
-            return np.max(x, axis=dims, keepdims=keepdim)
+            return x.max(axis=dims, keepdims=keepdim)
         if ord == -_INF:
-            return np.min(x, axis=dims, keepdims=keepdim)
+            return x.min(axis=dims, keepdims=keepdim)
         if ord == 0:
-            return np.sum(x != 0, axis=dims, keepdims=keepdim).astype(a.dtype)
+            return (x != 0).sum(axis=dims, keepdims=keepdim).astype(a.dtype)
         if ord == 2:
-            return np.sqrt(np.sum(x * x, axis=dims, keepdims=keepdim))
-        return np.sum(x ** ord, axis=dims, keepdims=keepdim) ** (1.0 / ord)
+            return xp_of(a).sqrt((x * x).sum(axis=dims, keepdims=keepdim))
+        return (x ** ord).sum(axis=dims, keepdims=keepdim) ** (1.0 / ord)
 
     def backward(self, grad):
         (x,) = self.saved()
@@ -198,11 +199,11 @@ class MaxBackward1(Op):
 
     def forward(self, a, fn):
         if a.size == 0:
-            raise RuntimeError(f"{fn.__name__}(): Expected reduction dim to be specified for "
+            raise RuntimeError(f"{fn}(): Expected reduction dim to be specified for "
                                "input.numel() == 0. Specify the reduction dim with the 'dim' "
                                "argument.")
         self.fn = fn
-        return fn(a)
+        return getattr(xp_of(a), fn)(a)
 
     def backward(self, grad):
         (x,) = self.saved()
@@ -221,13 +222,15 @@ class MaxBackward0(Op):
 
     def forward(self, a, dim, keepdim, argfn):
         if a.ndim and a.shape[dim] == 0:
-            raise IndexError(f"{argfn.__name__[3:]}(): Expected reduction dim {dim} to have "
+            raise IndexError(f"{argfn[3:]}(): Expected reduction dim {dim} to have "
                              "non-zero size.")
         self.shape, self.dim, self.keepdim = a.shape, dim, keepdim
-        idx = argfn(a, axis=dim, keepdims=True) if a.ndim else np.zeros((), np.int64)
+        xp = xp_of(a)
+        idx = getattr(xp, argfn)(a, axis=dim, keepdims=True) if a.ndim else xp.zeros(
+            (), host.int64)
         self.idx = idx
-        vals = np.take_along_axis(a, idx, axis=dim) if a.ndim else a.copy()
-        return vals if keepdim or not a.ndim else np.squeeze(vals, dim)
+        vals = xp.take_along_axis(a, idx, axis=dim) if a.ndim else a.copy()
+        return vals if keepdim or not a.ndim else vals.squeeze(dim)
 
     def backward(self, grad):
         from .indexing import _scatter_into
@@ -249,10 +252,10 @@ class AmaxBackward0(Op):
     def forward(self, a, dims, keepdim, fn):
         for d in dims:
             if a.shape[d] == 0:
-                raise IndexError(f"{fn.__name__}(): Expected reduction dim {d} to have non-zero "
+                raise IndexError(f"{fn}(): Expected reduction dim {d} to have non-zero "
                                  "size.")
         self.dims, self.keepdim = dims, keepdim
-        return fn(a, axis=dims, keepdims=keepdim)
+        return getattr(xp_of(a), fn)(a, axis=dims, keepdims=keepdim)
 
     def backward(self, grad):
         (x,) = self.saved()
@@ -268,7 +271,7 @@ class AminBackward0(AmaxBackward0):
 def sum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """``torch.sum``: integer and bool inputs sum to int64, as in torch."""
     out_dtype = _dt.to_dtype(dtype).np if dtype is not None else (
-        np.int64 if input._data.dtype.kind in "biu" else None)
+        host.int64 if input._data.dtype.kind in "biu" else None)
     if dim is None and not keepdim:
         return apply1(SumBackward0, input, out_dtype)
     nd = input._data.ndim
@@ -330,7 +333,9 @@ def norm(input: Tensor, p="fro", dim=None, keepdim: bool = False, dtype=None) ->
     return linalg_vector_norm(input, p, dim, keepdim, dtype=dtype)
 
 
-def _extreme(input: Tensor, dim, keepdim, other, fn, argfn, full_cls, dim_cls, result, name):
+def _extreme(input: Tensor, dim, keepdim, other, fn: str, argfn: str, full_cls, dim_cls, result,
+             name):
+    """max/min: ``fn``/``argfn`` name the array module's functions (``"max"``, ``"argmax"``)."""
     if isinstance(dim, Tensor) and other is None:
         other, dim = dim, None
     if other is not None:
@@ -341,69 +346,79 @@ def _extreme(input: Tensor, dim, keepdim, other, fn, argfn, full_cls, dim_cls, r
     d = _wrap_dim(dim, input._data.ndim)
     values = apply1(dim_cls, input, d, keepdim, argfn)
     node = values._grad_fn
+    a = input._data
+    xp = xp_of(a)
     idx = node.idx if node is not None else (
-        argfn(input._data, axis=d, keepdims=True) if input._data.ndim else np.zeros((), np.int64))
-    if not keepdim and input._data.ndim:
-        idx = np.squeeze(idx, d)
-    return result(values, _make(np.asarray(idx, dtype=np.int64)))
+        getattr(xp, argfn)(a, axis=d, keepdims=True) if a.ndim else xp.zeros((), host.int64))
+    if not keepdim and a.ndim:
+        idx = idx.squeeze(d)
+    return result(values, _make(xp.asarray(idx, dtype=host.int64)))
 
 
 def max(input: Tensor, dim=None, keepdim: bool = False, *, other=None):
     """``torch.max``: the maximum; with ``dim``, a named tuple (values, indices)."""
-    return _extreme(input, dim, keepdim, other, np.max, np.argmax, MaxBackward1, MaxBackward0,
+    return _extreme(input, dim, keepdim, other, "max", "argmax", MaxBackward1, MaxBackward0,
                     max_result, "max")
 
 
 def min(input: Tensor, dim=None, keepdim: bool = False, *, other=None):
     """``torch.min``: the minimum; with ``dim``, a named tuple (values, indices)."""
-    return _extreme(input, dim, keepdim, other, np.min, np.argmin, MinBackward1, MinBackward0,
+    return _extreme(input, dim, keepdim, other, "min", "argmin", MinBackward1, MinBackward0,
                     min_result, "min")
 
 
-def _amax_amin(cls, input: Tensor, dim, keepdim: bool, fn) -> Tensor:
+def _amax_amin(cls, input: Tensor, dim, keepdim: bool, fn: str) -> Tensor:
     nd = input._data.ndim
     dims = reduce_dims(dim, nd)
     if not dims and not input._data.size:
-        raise RuntimeError(f"{fn.__name__}(): Expected reduction dim to be specified for "
+        raise RuntimeError(f"{fn}(): Expected reduction dim to be specified for "
                            "input.numel() == 0. Specify the reduction dim with the 'dim' argument.")
     return apply1(cls, input, _all_if_empty(dims, nd), keepdim, fn)
 
 
 def amax(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
     """``torch.amax``: the maximum over ``dim`` (all dims if empty); ties share the gradient."""
-    return _amax_amin(AmaxBackward0, input, dim, keepdim, np.amax)
+    return _amax_amin(AmaxBackward0, input, dim, keepdim, "amax")
 
 
 def amin(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
     """``torch.amin``: the minimum over ``dim`` (all dims if empty); ties share the gradient."""
-    return _amax_amin(AminBackward0, input, dim, keepdim, np.amin)
+    return _amax_amin(AminBackward0, input, dim, keepdim, "amin")
 
 
 def argmax(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """``torch.argmax``: index of the first maximum (of the flattened input if dim is None)."""
+    a = input._data
+    xp = xp_of(a)
     if dim is None:
-        return _make(np.asarray(np.argmax(input._data), dtype=np.int64))
-    d = _wrap_dim(dim, input._data.ndim)
-    return _make(np.asarray(np.argmax(input._data, axis=d, keepdims=keepdim), dtype=np.int64))
+        return _make(xp.asarray(xp.argmax(a), dtype=host.int64))
+    d = _wrap_dim(dim, a.ndim)
+    return _make(xp.asarray(xp.argmax(a, axis=d, keepdims=keepdim), dtype=host.int64))
 
 
 def argmin(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """``torch.argmin``."""
+    a = input._data
+    xp = xp_of(a)
     if dim is None:
-        return _make(np.asarray(np.argmin(input._data), dtype=np.int64))
-    d = _wrap_dim(dim, input._data.ndim)
-    return _make(np.asarray(np.argmin(input._data, axis=d, keepdims=keepdim), dtype=np.int64))
+        return _make(xp.asarray(xp.argmin(a), dtype=host.int64))
+    d = _wrap_dim(dim, a.ndim)
+    return _make(xp.asarray(xp.argmin(a, axis=d, keepdims=keepdim), dtype=host.int64))
 
 
 def all(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """``torch.all``: a bool result (uint8 for a uint8 input, as in torch)."""
     dims = reduce_dims(dim, input._data.ndim)
-    out = np.asarray(np.all(input._data, axis=dims, keepdims=keepdim))
-    return _make(out.astype(np.uint8) if input._data.dtype == np.uint8 else out)
+    a = input._data
+    xp = xp_of(a)
+    out = xp.asarray(xp.all(a, axis=dims, keepdims=keepdim))
+    return _make(out.astype(host.uint8) if a.dtype == host.uint8 else out)
 
 
 def any(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
     """``torch.any``: a bool result (uint8 for a uint8 input, as in torch)."""
     dims = reduce_dims(dim, input._data.ndim)
-    out = np.asarray(np.any(input._data, axis=dims, keepdims=keepdim))
-    return _make(out.astype(np.uint8) if input._data.dtype == np.uint8 else out)
+    a = input._data
+    xp = xp_of(a)
+    out = xp.asarray(xp.any(a, axis=dims, keepdims=keepdim))
+    return _make(out.astype(host.uint8) if a.dtype == host.uint8 else out)

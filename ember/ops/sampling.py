@@ -9,9 +9,8 @@ that require grad through the one in-place mechanism.
 
 from __future__ import annotations
 
-import numpy as np
-
 from .._backend import dtypes as _dt
+from .._backend import host, xp_of
 from .._tensor import Tensor, _make
 from ..random import rng
 from ._op import Op, apply1, broadcast_error
@@ -21,7 +20,7 @@ __all__ = ["bernoulli", "multinomial", "normal"]
 
 
 def _dtype_name(np_dtype) -> str:
-    return _dt.from_numpy_dtype(np.dtype(np_dtype))._legacy[:-6]  # "Long", "Float", ...
+    return _dt.from_numpy_dtype(host.dtype(np_dtype))._legacy[:-6]  # "Long", "Float", ...
 
 
 def _fmt(x) -> str:
@@ -29,16 +28,17 @@ def _fmt(x) -> str:
     return f"{x:g}" if isinstance(x, float) else str(x)
 
 
-def _draw(kind: str, gen, shape, dtype, *args) -> np.ndarray:
-    """Samples of ``shape`` in ``dtype`` (float16 drawn in float32)."""
-    work = dtype if dtype in (np.float32, np.float64) else np.float32
+def _draw(kind: str, gen, shape, dtype, xp=host):
+    """Samples of ``shape`` in ``dtype`` (float16 drawn in float32), drawn on the host
+    generator and moved to ``xp``'s device."""
+    work = dtype if dtype in (host.float32, host.float64) else host.float32
     if kind == "normal":
         out = gen.standard_normal(shape, dtype=work)
     elif kind == "uniform":
         out = gen.random(shape, dtype=work)
     else:  # exponential
         out = gen.standard_exponential(shape, dtype=work)
-    return out.astype(dtype, copy=False)
+    return xp.asarray(out.astype(dtype, copy=False))
 
 
 class _ZeroGrad(Op):
@@ -47,7 +47,8 @@ class _ZeroGrad(Op):
     __slots__ = ()
 
     def backward(self, grad):
-        out = tuple(None if e is None else _make(np.zeros(meta[0], dtype=meta[1]))
+        zeros = xp_of(grad._data).zeros
+        out = tuple(None if e is None else _make(zeros(meta[0], dtype=meta[1]))
                     for (e, _), meta in zip(self.next_functions, self._in_meta))
         return out if len(out) > 1 else out[0]
 
@@ -61,7 +62,7 @@ class NormalBackward1(_ZeroGrad):
     __slots__ = ()
 
     def forward(self, mean, std, gen):
-        return mean + std * _draw("normal", gen, mean.shape, mean.dtype)
+        return mean + std * _draw("normal", gen, mean.shape, mean.dtype, xp_of(mean))
 
 
 class NormalBackward2(_ZeroGrad):
@@ -70,7 +71,8 @@ class NormalBackward2(_ZeroGrad):
     __slots__ = ()
 
     def forward(self, std, mean, gen):
-        return (mean + std * _draw("normal", gen, std.shape, std.dtype)).astype(std.dtype)
+        xp = xp_of(std)
+        return (mean + std * _draw("normal", gen, std.shape, std.dtype, xp)).astype(std.dtype)
 
 
 class NormalBackward3(_ZeroGrad):
@@ -79,8 +81,8 @@ class NormalBackward3(_ZeroGrad):
     __slots__ = ()
 
     def forward(self, mean, std, gen):
-        shape = np.broadcast_shapes(mean.shape, std.shape)
-        return (mean + std * _draw("normal", gen, shape, mean.dtype)).astype(mean.dtype)
+        shape, xp = host.broadcast_shapes(mean.shape, std.shape), xp_of(mean)
+        return (mean + std * _draw("normal", gen, shape, mean.dtype, xp)).astype(mean.dtype)
 
 
 def _check_float(t: Tensor, kernel: str) -> None:
@@ -135,7 +137,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
             raise TypeError(_NORMAL_SIGNATURES.format(got=got))
         from .creation import _finish, _float_dtype, _size
         shape = _size((size,), "normal")
-        dt = np.dtype(_float_dtype(dtype))
+        dt = host.dtype(_float_dtype(dtype))
         if dt.kind != "f":
             raise NotImplementedError(f"\"normal_kernel_cpu\" not implemented for "
                                       f"'{_dtype_name(dt)}'")
@@ -172,7 +174,7 @@ class BernoulliBackward0(_ZeroGrad):
     __slots__ = ()
 
     def forward(self, p, gen):
-        return (gen.random(p.shape) < p).astype(p.dtype)
+        return (xp_of(p).asarray(gen.random(p.shape)) < p).astype(p.dtype)
 
 
 _NotImplementedNode = type("NotImplemented", (Op,), {
@@ -192,7 +194,8 @@ def bernoulli(input: Tensor, p=None, *, generator=None, out=None) -> Tensor:
         shape = input._data.shape
         dt = input._data.dtype
         result = apply1(_NotImplementedNode, input,
-                        lambda a: (gen.random(shape) < p).astype(dt), "bernoulli")
+                        lambda a: xp_of(a).asarray((gen.random(shape) < p).astype(dt)),
+                        "bernoulli")
     else:
         if input._data.dtype.kind != "f":
             raise NotImplementedError(f"\"bernoulli_tensor_cpu_p_\" not implemented for "
@@ -228,29 +231,30 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, g
     if not replacement and num_samples > n:
         raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
                            "replacement")
-    rows = w.reshape(-1, n).astype(np.float64)
-    if not np.isfinite(rows).all() or (rows < 0).any():
+    xp = xp_of(w)
+    rows = w.reshape(-1, n).astype(host.float64)
+    if not xp.isfinite(rows).all() or (rows < 0).any():
         raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
     if rows.shape[0] and (rows.sum(-1) <= 0).any():
         raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
     gen = rng(generator)
     r = rows.shape[0]
     if not r:
-        idx = np.zeros((0, num_samples), dtype=np.int64)
+        idx = xp.zeros((0, num_samples), dtype=host.int64)
     elif replacement:
-        cdf = np.cumsum(rows, axis=-1)
+        cdf = xp.cumsum(rows, axis=-1)
         cdf /= cdf[:, -1:]  # the last entry is exactly 1: u < 1 never falls past it
-        offset = np.arange(r, dtype=np.float64)[:, None] * 2.0
-        u = gen.random((r, num_samples)) + offset
-        pos = np.searchsorted((cdf + offset).ravel(), u.ravel(), side="right")
-        idx = pos.reshape(r, num_samples) - np.arange(r)[:, None] * n
-        last = n - 1 - np.argmax(rows[:, ::-1] > 0, axis=-1)  # (rounding of u + offset)
-        idx = np.minimum(idx.clip(0, None), last[:, None])
+        offset = xp.arange(r, dtype=host.float64)[:, None] * 2.0
+        u = xp.asarray(gen.random((r, num_samples))) + offset
+        pos = xp.searchsorted((cdf + offset).ravel(), u.ravel(), side="right")
+        idx = pos.reshape(r, num_samples) - xp.arange(r)[:, None] * n
+        last = n - 1 - (rows[:, ::-1] > 0).argmax(axis=-1)  # (rounding of u + offset)
+        idx = xp.minimum(idx.clip(0, None), last[:, None])
     else:
-        with np.errstate(divide="ignore"):
-            keys = gen.standard_exponential((r, n)) / rows  # 0 weight -> inf: drawn last
-        idx = np.argsort(keys, axis=-1, kind="stable")[:, :num_samples]
-    result = _make(idx.astype(np.int64).reshape(w.shape[:-1] + (num_samples,)))
+        with xp.errstate(divide="ignore"):  # 0 weight -> inf: drawn last
+            keys = xp.asarray(gen.standard_exponential((r, n))) / rows
+        idx = xp.argsort(keys, axis=-1, kind="stable")[:, :num_samples]
+    result = _make(idx.astype(host.int64).reshape(w.shape[:-1] + (num_samples,)))
     if out is not None:
         from .inplace import write_out
         return write_out(out, result, "multinomial")
@@ -261,12 +265,12 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, g
 
 
 class _FillSample(_ZeroGrad):
-    """An in-place sampler's node: ``fn`` makes the sample; d/dself = 0."""
+    """An in-place sampler's node: ``fn`` makes the sample (on the host); d/dself = 0."""
 
     __slots__ = ()
 
     def forward(self, a, fn):
-        return fn(a.shape, a.dtype)
+        return xp_of(a).asarray(fn(a.shape, a.dtype))
 
 
 UniformBackward0 = type("UniformBackward0", (_FillSample,), {"__slots__": ()})
@@ -284,7 +288,8 @@ class BernoulliBackward1(_ZeroGrad):
     __slots__ = ()
 
     def forward(self, a, p, gen):
-        return (gen.random(a.shape) < np.broadcast_to(p, a.shape)).astype(a.dtype)
+        xp = xp_of(a)
+        return (xp.asarray(gen.random(a.shape)) < xp.broadcast_to(p, a.shape)).astype(a.dtype)
 
 
 def _fill(self: Tensor, cls, fn) -> Tensor:
@@ -346,17 +351,17 @@ def bernoulli_(self: Tensor, p=0.5, *, generator=None) -> Tensor:
                  lambda shape, dt: (gen.random(shape) < p).astype(dt))
 
 
-_FLOAT_MANTISSA = {np.dtype(np.float16): 11, np.dtype(np.float32): 24,
-                   np.dtype(np.float64): 53}
+_FLOAT_MANTISSA = {host.dtype(host.float16): 11, host.dtype(host.float32): 24,
+                   host.dtype(host.float64): 53}
 
 
-def _random_bound(dt: np.dtype) -> int:
+def _random_bound(dt) -> int:
     """The largest value ``random_()`` draws for ``dt`` (inclusive), as torch bounds it."""
     if dt.kind == "f":
         return 2 ** _FLOAT_MANTISSA[dt]
     if dt.kind == "b":
         return 1
-    return int(np.iinfo(dt).max)
+    return int(host.iinfo(dt).max)
 
 
 _OMITTED = object()
@@ -381,7 +386,7 @@ def random_(self: Tensor, from_=None, to=_OMITTED, *, generator=None, **kwargs) 
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= "
                            f"to={high + 1}")
     if dt.kind in "iu":
-        info = np.iinfo(dt)
+        info = host.iinfo(dt)
         from .._tensor import _CPP_NAMES
         if not info.min <= low <= info.max:
             raise RuntimeError(f"from is out of bounds for {_CPP_NAMES[dt.name]}")
@@ -389,7 +394,7 @@ def random_(self: Tensor, from_=None, to=_OMITTED, *, generator=None, **kwargs) 
             raise RuntimeError(f"to - 1 is out of bounds for {_CPP_NAMES[dt.name]}")
     gen = rng(generator)
     return _fill(self, cls, lambda shape, d: gen.integers(
-        low, high, shape, dtype=np.int64, endpoint=True).astype(d))
+        low, high, shape, dtype=host.int64, endpoint=True).astype(d))
 
 
 METHODS = {"normal_": normal_, "uniform_": uniform_, "exponential_": exponential_,

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-import numpy as np
-
 from .._backend import dtypes as _dt
+from .._backend import host, xp_of
 from .._tensor import Tensor, _make, _wrap_dim
 from ..autograd.grad_mode import state as _grad_state
-from ._op import Op, _record, apply1
+from ._op import Op, apply1, record_op
 from .indexing import ValueSelectingReductionBackward0
 
 __all__: list[str] = ["cummax", "cummin", "cumprod", "cumsum"]  # exported as ember.<name>
@@ -29,7 +28,7 @@ class FlipBackward0(Op):
 
     def forward(self, a, dim):
         self.dim = dim
-        return np.flip(a, dim).copy() if a.ndim else a.copy()
+        return xp_of(a).flip(a, dim).copy() if a.ndim else a.copy()
 
     def backward(self, grad):
         return apply1(FlipBackward0, grad, self.dim)
@@ -47,11 +46,11 @@ def reverse_cumsum(x: Tensor, dim: int) -> Tensor:
 # --------------------------------------------------------------------------- the ops
 
 
-def _scan_dtype(a: np.ndarray, dtype):
+def _scan_dtype(a, dtype):
     """torch's scans promote integer and bool inputs to int64 unless ``dtype`` is given."""
     if dtype is not None:
         return _dt.to_dtype(dtype).np
-    return np.int64 if a.dtype.kind in "biu" else a.dtype
+    return host.int64 if a.dtype.kind in "biu" else a.dtype
 
 
 class CumsumBackward0(Op):
@@ -63,7 +62,7 @@ class CumsumBackward0(Op):
         self.dim = dim
         if not a.ndim:
             return a.astype(out_dtype) if out_dtype is not None else a.copy()
-        return np.cumsum(a, axis=dim, dtype=out_dtype)
+        return a.cumsum(axis=dim, dtype=out_dtype)
 
     def backward(self, grad):
         if not grad.ndim:
@@ -88,7 +87,7 @@ class CumprodBackward0(Op):
         self.dim = dim
         if not a.ndim:
             return a.astype(out_dtype).copy()
-        return np.cumprod(a, axis=dim, dtype=out_dtype)
+        return a.cumprod(axis=dim, dtype=out_dtype)
 
     def backward(self, grad):
         (x,) = self.saved()
@@ -105,7 +104,7 @@ class CumprodBackward0(Op):
 
 
 def _cumprod_grad_first_zero(grad, x, out, d, zero) -> Tensor:
-    seen = np.cumsum(zero, axis=d)
+    seen = zero.cumsum(axis=d)
     before = _make(seen == 0)                    # positions before each slice's first zero
     first = zero & (seen == 1)                   # each slice's first zero
     x_safe = x.masked_fill(~before, 1.0)
@@ -119,10 +118,11 @@ def _cumprod_grad_first_zero(grad, x, out, d, zero) -> Tensor:
 def _cumprod_grad_left_out(grad, x, d) -> Tensor:
     xm, gm = x.movedim(d, -1), grad.movedim(d, -1)
     n = xm.shape[-1]
+    xp = xp_of(x._data)
     rows = xm.unsqueeze(-2).expand(*xm.shape[:-1], n, n)      # rows[..., i, j] = x_j
-    rows = rows.masked_fill(_make(np.eye(n, dtype=bool)), 1.0)  # row i leaves x_i out
+    rows = rows.masked_fill(_make(xp.eye(n, dtype=bool)), 1.0)  # row i leaves x_i out
     left_out = apply1(CumprodBackward0, rows, rows.ndim - 1, None)
-    below = _make(~np.triu(np.ones((n, n), dtype=bool)))       # j < i: out_j has no x_i
+    below = _make(~xp.triu(xp.ones((n, n), dtype=bool)))       # j < i: out_j has no x_i
     g = (gm.unsqueeze(-2) * left_out).masked_fill(below, 0.0).sum(-1)
     return g.movedim(-1, d)
 
@@ -144,16 +144,18 @@ class CummaxBackward0(Op):
 
     __slots__ = ("dim", "idx", "shape")
 
-    def forward(self, a, dim, accumulate):
+    def forward(self, a, dim, ufunc):
         self.shape, self.dim = a.shape, dim
+        xp = xp_of(a)
         if not a.ndim:
-            self.idx = np.zeros((), np.int64)
+            self.idx = xp.zeros((), host.int64)
             return a.copy()
-        values = accumulate(a, axis=dim)  # np.maximum/np.minimum propagate NaN, as torch
-        pos = np.arange(a.shape[dim]).reshape((-1,) + (1,) * (a.ndim - 1 - dim))
+        # ufunc: "maximum" or "minimum"; they propagate NaN, as torch
+        values = getattr(xp, ufunc).accumulate(a, axis=dim)
+        pos = xp.arange(a.shape[dim]).reshape((-1,) + (1,) * (a.ndim - 1 - dim))
         # torch moves the index to every later element equal to the running extreme (or NaN)
-        hit = (a == values) | np.isnan(a) if a.dtype.kind == "f" else a == values
-        self.idx = np.maximum.accumulate(np.where(hit, pos, 0), axis=dim).astype(np.int64)
+        hit = (a == values) | xp.isnan(a) if a.dtype.kind == "f" else a == values
+        self.idx = xp.maximum.accumulate(xp.where(hit, pos, 0), axis=dim).astype(host.int64)
         return values
 
     def backward(self, grad):
@@ -166,26 +168,26 @@ class CumminBackward0(CummaxBackward0):
     __slots__ = ()
 
 
-def _cum_extreme(cls, input: Tensor, dim: int, accumulate, result):
+def _cum_extreme(cls, input: Tensor, dim: int, ufunc: str, result):
     if not input._data.ndim and dim not in (0, -1):
         name = result.__name__
         raise IndexError(f"{name}(): Expected reduction dim -1 or 0 for scalar but got {dim}")
     d = _wrap_dim(dim, input._data.ndim)
     node = object.__new__(cls)
-    values = node.forward(input._data, d, accumulate)
+    values = node.forward(input._data, d, ufunc)
     if input._requires_grad and _grad_state.grad_enabled:
-        return result(_record(node, (input,), values), _make(node.idx))
+        return result(record_op(node, (input,), values), _make(node.idx))
     return result(_make(values), _make(node.idx))
 
 
 def cummax(input: Tensor, dim: int):
     """``torch.cummax``: running maxima and the index each came from (the latest on ties)."""
-    return _cum_extreme(CummaxBackward0, input, dim, np.maximum.accumulate, cummax_result)
+    return _cum_extreme(CummaxBackward0, input, dim, "maximum", cummax_result)
 
 
 def cummin(input: Tensor, dim: int):
     """``torch.cummin``: running minima and the index each came from (the latest on ties)."""
-    return _cum_extreme(CumminBackward0, input, dim, np.minimum.accumulate, cummin_result)
+    return _cum_extreme(CumminBackward0, input, dim, "minimum", cummin_result)
 
 
 METHODS: dict = {"cumsum": cumsum, "cumprod": cumprod, "cummax": cummax, "cummin": cummin}

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import warnings
 
-import numpy as np
-
+from .._backend import host, xp_of
 from .._tensor import Size, Tensor, _make, _wrap_dim
 from ..autograd.grad_mode import state as _grad_state
-from ._op import Op, _record, apply1
+from ..autograd.record import mark_view, needs_recording, record
+from ._op import Op, apply1
 from .indexing import _BASIC_NODES, MULTI_OUTPUT_NODES, IndexBackward0, getitem
 from .joining import cat, tensor_list
 from .views import ViewOp, expand, reshape, unsqueeze, view, view_op
@@ -61,7 +61,7 @@ def _ints(args, op: str, name: str) -> tuple:
     for a in args:
         if isinstance(a, Tensor):
             a = a.item()
-        if not isinstance(a, (int, np.integer)) or isinstance(a, bool):
+        if not isinstance(a, (int, host.integer)) or isinstance(a, bool):
             raise TypeError(f"{op}(): argument '{name}' must be tuple of ints, but found "
                             f"element of type {type(a).__name__}")
         out.append(int(a))
@@ -83,7 +83,7 @@ class RepeatBackward0(Op):
     def forward(self, a, repeats):
         self.shape, self.repeats = a.shape, repeats
         padded = a.reshape((1,) * (len(repeats) - a.ndim) + a.shape)
-        return np.tile(padded, repeats)
+        return xp_of(a).tile(padded, repeats)
 
     def backward(self, grad):
         r = self.repeats
@@ -136,7 +136,8 @@ def repeat_interleave(input: Tensor, repeats=None, dim: int | None = None, *,
     """
     if repeats is None:  # torch.repeat_interleave(repeats)
         reps = _check_repeats(input)
-        idx = np.repeat(np.arange(reps.shape[0], dtype=np.int64), reps)
+        xp = xp_of(reps)
+        idx = xp.repeat(xp.arange(reps.shape[0], dtype=host.int64), reps)
         return _make(idx)
     if dim is None:
         input = reshape(input, (-1,))
@@ -145,13 +146,14 @@ def repeat_interleave(input: Tensor, repeats=None, dim: int | None = None, *,
         d = _wrap_dim(dim, input._data.ndim)
     if isinstance(repeats, Tensor):
         reps = _check_repeats(repeats)
+        xp = xp_of(reps)
         n = input._data.shape[d] if input._data.ndim else 1
         if reps.shape[0] == 1:
-            reps = np.broadcast_to(reps, (n,))
+            reps = xp.broadcast_to(reps, (n,))
         elif reps.shape[0] != n:
             raise RuntimeError(f"repeats must have the same size as input along dim, but got "
                                f"repeats.size(0) = {reps.shape[0]} and input.size({d}) = {n}")
-        idx = np.repeat(np.arange(n, dtype=np.int64), reps)
+        idx = xp.repeat(xp.arange(n, dtype=host.int64), reps)
         return apply1(IndexSelectBackward0, input, (slice(None),) * d + (idx,))
     repeats = int(repeats)
     if repeats < 0:
@@ -164,14 +166,14 @@ def repeat_interleave(input: Tensor, repeats=None, dim: int | None = None, *,
     return reshape(x, tuple(shape[:d]) + (shape[d] * repeats,) + tuple(shape[d + 2:]))
 
 
-def _check_repeats(repeats: Tensor) -> np.ndarray:
+def _check_repeats(repeats: Tensor):
     r = repeats._data
     if r.dtype.kind not in "iu":
         raise NotImplementedError(f"\"repeat_interleave_cpu\" not implemented for "
                                   f"'{_dtype_name(repeats)}'")
     if r.ndim > 1:
         raise RuntimeError("repeats must be 0-dim or 1-dim tensor")
-    r = r.reshape(-1).astype(np.int64)
+    r = r.reshape(-1).astype(host.int64)
     if (r < 0).any():
         raise RuntimeError("repeats can not be negative")
     return r
@@ -197,7 +199,7 @@ class _SplitNode(Op):
             if g is None:
                 shape = list(self.shape)
                 shape[self.dim] = size
-                g = _make(np.zeros(shape, dtype=like._data.dtype))
+                g = _make(xp_of(like._data).zeros(shape, dtype=like._data.dtype))
             parts.append(g)
         return cat(parts, self.dim)
 
@@ -219,20 +221,17 @@ def _split_views(input: Tensor, d: int, sizes: list, cls) -> tuple:
         keys.append(lead + (slice(start, start + size),))
         start += size
     pieces = [a[k] for k in keys]
-    if input._requires_grad and _grad_state.grad_enabled:
-        node = object.__new__(cls)
-        node.dim, node.sizes, node.shape, node._num_outputs = d, list(sizes), a.shape, len(pieces)
-        outs = [_record(node, (input,), pieces[0])] + [_make(p, node) for p in pieces[1:]]
-        for i, t in enumerate(outs):
-            t._output_nr = i
-    else:
-        outs = [_make(p) for p in pieces]
-    recorded = outs[0]._grad_fn is not None  # (torch refuses in-place ops on these pieces)
+    # (torch refuses in-place ops on the pieces of a recorded split)
+    recorded = needs_recording((input,), _grad_state.grad_enabled)
     step = (MULTI_OUTPUT_NODES if recorded else _BASIC_NODES)["SliceBackward0"]
-    base = input if input._base is None else input._base
-    chain = input._view if input._base is not None else ()
-    for k, t in zip(keys, outs):  # views: in-place writes reach the input
-        t._base, t._vc, t._view = base, input._vc, chain + ((step, (k,)),)
+    steps = [(step, (k,)) for k in keys]  # views: in-place writes reach the input
+    if recorded:
+        node = object.__new__(cls)
+        node.dim, node.sizes, node.shape = d, list(sizes), a.shape
+        return tuple(record(node, (input,), pieces, view_of=input, view_steps=steps))
+    outs = [_make(p) for p in pieces]
+    for t, st in zip(outs, steps):
+        mark_view(t, input, st)
     return tuple(outs)
 
 
@@ -297,7 +296,7 @@ def tensor_split(input: Tensor, indices_or_sections, dim: int = 0) -> tuple:
                            "tensor with 0 dims")
     arg = indices_or_sections
     if isinstance(arg, Tensor):
-        if arg._data.dtype != np.int64:
+        if arg._data.dtype != host.int64:
             raise RuntimeError(f"tensor_split expected tensor_indices_or_sections to have dtype "
                                f"of long, but got {_dtype_name(arg)}")
         if arg._data.ndim > 1:
@@ -316,7 +315,7 @@ def tensor_split(input: Tensor, indices_or_sections, dim: int = 0) -> tuple:
             raise RuntimeError(f"number of sections must be larger than 0, got {sections}")
         small, extra = divmod(n, sections)
         sizes = [small + 1] * extra + [small] * (sections - extra)
-        stops = np.cumsum(sizes).tolist()
+        stops = host.cumsum(sizes).tolist()
         starts = [0] + stops[:-1]
     lead = (slice(None),) * d
     return tuple(getitem(input, lead + (slice(a, b),)) for a, b in zip(starts, stops))
@@ -386,7 +385,7 @@ class FlipBackward0(Op):
 
     def forward(self, a, dims):
         self.dims = dims
-        return np.flip(a, dims).copy() if a.ndim else a.copy()
+        return xp_of(a).flip(a, dims).copy() if a.ndim else a.copy()
 
     def backward(self, grad):
         return apply1(FlipBackward0, grad, self.dims)
@@ -427,8 +426,8 @@ class RollBackward0(Op):
     def forward(self, a, shifts, dims):
         self.shifts, self.dims = shifts, dims
         if dims is None:
-            return np.roll(a, shifts[0])
-        return np.roll(a, shifts, dims)
+            return xp_of(a).roll(a, shifts[0])
+        return xp_of(a).roll(a, shifts, dims)
 
     def backward(self, grad):
         return apply1(RollBackward0, grad, tuple(-s for s in self.shifts), self.dims)
@@ -436,8 +435,8 @@ class RollBackward0(Op):
 
 def roll(input: Tensor, shifts, dims=None) -> Tensor:
     """``torch.roll``: shift elements along ``dims`` cyclically (the flattened tensor if none)."""
-    shifts = (shifts,) if isinstance(shifts, (int, np.integer)) else tuple(shifts)
-    dims = () if dims is None else (dims,) if isinstance(dims, (int, np.integer)) else \
+    shifts = (shifts,) if isinstance(shifts, (int, host.integer)) else tuple(shifts)
+    dims = () if dims is None else (dims,) if isinstance(dims, (int, host.integer)) else \
         tuple(dims)
     if not shifts:
         raise RuntimeError("`shifts` required")
@@ -460,7 +459,7 @@ class Rot90Backward0(Op):
 
     def forward(self, a, k, dims):
         self.k, self.dims = k, dims
-        return np.rot90(a, k, dims).copy()
+        return xp_of(a).rot90(a, k, dims).copy()
 
     def backward(self, grad):
         return apply1(Rot90Backward0, grad, -self.k, self.dims)
@@ -484,13 +483,14 @@ def rot90(input: Tensor, k: int = 1, dims=(0, 1)) -> Tensor:
 # --------------------------------------------------------------------------- diagonals
 
 
-def _diag_view(a: np.ndarray, offset: int, d1: int, d2: int) -> np.ndarray:
+def _diag_view(a, offset: int, d1: int, d2: int):
     """The writable strided view of ``a``'s diagonal ``offset`` in dims (d1, d2), as the last
     dim (``np.diagonal`` returns a read-only view, which in-place ops could not write)."""
-    b = np.moveaxis(a, (d1, d2), (-2, -1))
+    xp = xp_of(a)
+    b = xp.moveaxis(a, (d1, d2), (-2, -1))
     b = b[..., :, offset:] if offset >= 0 else b[..., -offset:, :]
     n = min(b.shape[-2], b.shape[-1])
-    return np.lib.stride_tricks.as_strided(b, b.shape[:-2] + (n,),
+    return xp.lib.stride_tricks.as_strided(b, b.shape[:-2] + (n,),
                                            b.strides[:-2] + (b.strides[-2] + b.strides[-1],))
 
 
@@ -514,7 +514,7 @@ class DiagonalBackwardBackward0(Op):
 
     def forward(self, g, shape, offset, d1, d2):
         self.offset, self.d1, self.d2 = offset, d1, d2
-        out = np.zeros(shape, dtype=g.dtype)
+        out = xp_of(g).zeros(shape, dtype=g.dtype)
         _diag_view(out, offset, d1, d2)[...] = g
         return out
 
@@ -542,7 +542,7 @@ class DiagEmbedBackward0(Op):
         n = (a.shape[-1] if a.ndim else 1) + abs(offset)
         rest = iter(a.shape[:-1])
         shape = tuple(n if k in (d1, d2) else next(rest) for k in range(a.ndim + 1))
-        out = np.zeros(shape, dtype=a.dtype)
+        out = xp_of(a).zeros(shape, dtype=a.dtype)
         _diag_view(out, offset, d1, d2)[...] = a
         return out
 
@@ -593,7 +593,7 @@ class TraceBackward0(Op):
 
     def forward(self, a):
         self.shape = a.shape
-        return np.trace(a, dtype=np.int64 if a.dtype.kind in "iu" else a.dtype)
+        return a.trace(dtype=host.int64 if a.dtype.kind in "iu" else a.dtype)
 
     def backward(self, grad):
         k = min(self.shape)
@@ -605,7 +605,7 @@ def trace(input: Tensor) -> Tensor:
     nd = input._data.ndim
     if nd != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {nd}")
-    if input._data.dtype == np.bool_:
+    if input._data.dtype == host.bool_:
         raise NotImplementedError("\"trace\" not implemented for 'Bool'")
     return apply1(TraceBackward0, input)
 
@@ -617,7 +617,7 @@ class TrilBackward0(Op):
 
     def forward(self, a, k):
         self.k = k
-        return np.tril(a, k)
+        return xp_of(a).tril(a, k)
 
     def backward(self, grad):
         return apply1(TrilBackward0, grad, self.k)
@@ -630,7 +630,7 @@ class TriuBackward0(Op):
 
     def forward(self, a, k):
         self.k = k
-        return np.triu(a, k)
+        return xp_of(a).triu(a, k)
 
     def backward(self, grad):
         return apply1(TriuBackward0, grad, self.k)

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-import numpy as np
-
+from .._backend import host, xp_of
 from .._tensor import Tensor, _make, _wrap_dim
 from ..autograd.grad_mode import state as _grad_state
-from ._op import Op, _record
+from ._op import Op, record_op
 from .reduction import _all_if_empty, _expand_back, reduce_dims
 
 __all__: list[str] = [
@@ -42,13 +41,14 @@ median_result, nanmedian_result, mode_result = (_result("median"), _result("nanm
 aminmax_result = _result("aminmax", ("min", "max"))
 
 
-def _argsort(a: np.ndarray, dim: int, descending: bool) -> np.ndarray:
-    """Stable argsort along ``dim``, NaN above everything (torch's order); descending keeps
-    equal elements in their original order too."""
+def _argsort(a, dim: int, descending: bool):
+    """Stable argsort of the array ``a`` along ``dim``, NaN above everything (torch's order);
+    descending keeps equal elements in their original order too."""
     if not descending:
-        return np.argsort(a, axis=dim, kind="stable")
+        return a.argsort(axis=dim, kind="stable")
+    xp = xp_of(a)
     n = a.shape[dim]
-    return n - 1 - np.flip(np.argsort(np.flip(a, dim), axis=dim, kind="stable"), dim)
+    return n - 1 - xp.flip(xp.flip(a, dim).argsort(axis=dim, kind="stable"), dim)
 
 
 # --------------------------------------------------------------------------- value selection
@@ -65,7 +65,7 @@ class SortBackward0(Op):
 
     def forward(self, a, values, idx, dim, keepdim):
         self.shape, self.dim, self.keepdim = a.shape, dim, keepdim
-        self.idx = idx if keepdim or not a.ndim else np.expand_dims(idx, dim)
+        self.idx = idx if keepdim or not a.ndim else xp_of(idx).expand_dims(idx, dim)
         return values
 
     def backward(self, grad):
@@ -102,19 +102,19 @@ class ModeBackward0(SortBackward0):
     __slots__ = ()
 
 
-def _select(cls, result, input: Tensor, values: np.ndarray, idx: np.ndarray, dim: int,
-            keepdim: bool = True):
-    """(values, indices) as ``result``, values recorded by a ``cls`` node if grad is needed."""
-    indices = _make(np.asarray(idx, dtype=np.int64))
+def _select(cls, result, input: Tensor, values, idx, dim: int, keepdim: bool = True):
+    """(values, indices) (arrays) as ``result``, values recorded by a ``cls`` node if grad is
+    needed."""
+    indices = _make(idx.astype(host.int64, copy=False))
     if input._requires_grad and _grad_state.grad_enabled:
         node = object.__new__(cls)
         out = node.forward(input._data, values, indices._data, dim, keepdim)
-        return result(_record(node, (input,), out), indices)
+        return result(record_op(node, (input,), out), indices)
     return result(_make(values), indices)
 
 
-def _take(a: np.ndarray, idx: np.ndarray, dim: int) -> np.ndarray:
-    return np.take_along_axis(a, idx, axis=dim) if a.ndim else a.copy()
+def _take(a, idx, dim: int):
+    return xp_of(a).take_along_axis(a, idx, axis=dim) if a.ndim else a.copy()
 
 
 _NOT_GIVEN = object()  # torch records sort(stable=...) as another node, whatever the value
@@ -124,7 +124,7 @@ def sort(input: Tensor, dim: int = -1, descending: bool = False, *, stable=_NOT_
     """``torch.sort``: (values, indices); always stable, NaN sorts above every number."""
     a = input._data
     d = _wrap_dim(dim, a.ndim)
-    idx = _argsort(a, d, descending) if a.ndim else np.zeros((), np.int64)
+    idx = _argsort(a, d, descending) if a.ndim else xp_of(a).zeros((), host.int64)
     cls = SortBackward0 if stable is _NOT_GIVEN else SortBackward1
     return _select(cls, sort_result, input, _take(a, idx, d), idx, d)
 
@@ -134,7 +134,7 @@ def argsort(input: Tensor, dim: int = -1, descending: bool = False, *,
     """``torch.argsort``: the indices ``sort`` returns."""
     a = input._data
     d = _wrap_dim(dim, a.ndim)
-    return _make(_argsort(a, d, descending) if a.ndim else np.zeros((), np.int64))
+    return _make(_argsort(a, d, descending) if a.ndim else xp_of(a).zeros((), host.int64))
 
 
 def msort(input: Tensor) -> Tensor:
@@ -150,24 +150,27 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
     n = a.shape[d] if a.ndim else 1
     if not 0 <= k <= n:
         raise RuntimeError("selected index k out of range")
+    xp = xp_of(a)
     if not a.ndim:
-        idx = np.zeros((), np.int64)
+        idx = xp.zeros((), host.int64)
     else:
-        idx = np.take(_argsort(a, d, largest), np.arange(k), axis=d)
+        idx = _argsort(a, d, largest).take(xp.arange(k), axis=d)
     return _select(TopkBackward0, topk_result, input, _take(a, idx, d), idx, d)
 
 
-def _nth(a: np.ndarray, d: int, pos: np.ndarray, keepdim: bool):
-    """(values, indices) at sorted position ``pos`` (keepdim-shaped) along ``d``."""
-    order = np.argsort(a, axis=d, kind="stable")
-    idx = np.take_along_axis(order, pos, axis=d)
-    values = np.take_along_axis(a, idx, axis=d)
+def _nth(a, d: int, pos, keepdim: bool):
+    """(values, indices) of the array ``a`` at sorted position ``pos`` (keepdim-shaped) along
+    ``d``."""
+    xp = xp_of(a)
+    order = a.argsort(axis=d, kind="stable")
+    idx = xp.take_along_axis(order, pos, axis=d)
+    values = xp.take_along_axis(a, idx, axis=d)
     if not keepdim:
-        idx, values = np.squeeze(idx, d), np.squeeze(values, d)
+        idx, values = idx.squeeze(d), values.squeeze(d)
     return values, idx
 
 
-def _check_nonempty(a: np.ndarray, d: int, name: str) -> None:
+def _check_nonempty(a, d: int, name: str) -> None:
     if a.ndim and a.shape[d] == 0:
         raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
 
@@ -182,8 +185,8 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False):
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
     if not a.ndim:
         return _select(KthvalueBackward0, kthvalue_result, input, a.copy(),
-                       np.zeros((), np.int64), d)
-    pos = np.full(a.shape[:d] + (1,) + a.shape[d + 1:], k - 1)
+                       xp_of(a).zeros((), host.int64), d)
+    pos = xp_of(a).full(a.shape[:d] + (1,) + a.shape[d + 1:], k - 1)
     values, idx = _nth(a, d, pos, keepdim)
     return _select(KthvalueBackward0, kthvalue_result, input, values, idx, d, keepdim)
 
@@ -195,15 +198,16 @@ def _median_dim(input: Tensor, dim: int, keepdim: bool, ignore_nan: bool):
     cls = NanmedianBackward1 if ignore_nan else MedianBackward1
     result = nanmedian_result if ignore_nan else median_result
     _check_nonempty(a, d, name)
+    xp = xp_of(a)
     if not a.ndim:
-        return _select(cls, result, input, a.copy(), np.zeros((), np.int64), d)
+        return _select(cls, result, input, a.copy(), xp.zeros((), host.int64), d)
     n = a.shape[d]
-    numbers = np.sum(~np.isnan(a), axis=d, keepdims=True) if a.dtype.kind == "f" else n
+    numbers = (~xp.isnan(a)).sum(axis=d, keepdims=True) if a.dtype.kind == "f" else n
     if ignore_nan:  # the lower median of the numbers; an all-NaN slice gives its first NaN
-        pos = np.maximum(numbers - 1, 0) // 2
+        pos = xp.maximum(numbers - 1, 0) // 2
     else:  # any NaN makes the median NaN: the first NaN (it sorts right after the numbers)
-        pos = np.where(numbers < n, numbers, (n - 1) // 2)
-    pos = np.broadcast_to(pos, a.shape[:d] + (1,) + a.shape[d + 1:])
+        pos = xp.where(numbers < n, numbers, (n - 1) // 2)
+    pos = xp.broadcast_to(pos, a.shape[:d] + (1,) + a.shape[d + 1:])
     values, idx = _nth(a, d, pos, keepdim)
     return _select(cls, result, input, values, idx, d, keepdim)
 
@@ -215,7 +219,8 @@ class MedianBackward0(Op):
     __slots__ = ("hit",)
 
     def forward(self, a, value):
-        self.hit = np.isnan(a) if np.isnan(value) else a == value
+        xp = xp_of(a)
+        self.hit = xp.isnan(a) if xp.isnan(value) else a == value
         return value
 
     def backward(self, grad):
@@ -231,13 +236,13 @@ def _median_all(input: Tensor, ignore_nan: bool) -> Tensor:
     a = input._data
     flat = a.reshape(-1)
     if not flat.size:
-        value = np.full((), np.nan, dtype=a.dtype)
+        value = xp_of(a).full((), host.nan, dtype=a.dtype)
     else:
         value, _ = _median_dim(_make(flat), 0, False, ignore_nan)
         value = value._data
     if input._requires_grad and _grad_state.grad_enabled:
         node = object.__new__(NanmedianBackward0 if ignore_nan else MedianBackward0)
-        return _record(node, (input,), node.forward(a, value))
+        return record_op(node, (input,), node.forward(a, value))
     return _make(value)
 
 
@@ -260,23 +265,24 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False):
     the index of its last occurrence."""
     a = input._data
     d = _wrap_dim(dim, a.ndim)
+    xp = xp_of(a)
     if not a.ndim:
-        return _select(ModeBackward0, mode_result, input, a.copy(), np.zeros((), np.int64), d)
-    order = np.argsort(a, axis=d, kind="stable")
-    s = np.take_along_axis(a, order, axis=d)
-    pos = np.arange(a.shape[d]).reshape((-1,) + (1,) * (a.ndim - 1 - d))
-    starts = np.ones(s.shape, dtype=bool)
+        return _select(ModeBackward0, mode_result, input, a.copy(), xp.zeros((), host.int64), d)
+    order = a.argsort(axis=d, kind="stable")
+    s = xp.take_along_axis(a, order, axis=d)
+    pos = xp.arange(a.shape[d]).reshape((-1,) + (1,) * (a.ndim - 1 - d))
+    starts = xp.ones(s.shape, dtype=bool)
     starts[(slice(None),) * d + (slice(1, None),)] = (
-        np.diff(s, axis=d) != 0 if s.dtype.kind != "b" else np.diff(s.view(np.uint8), axis=d))
+        xp.diff(s, axis=d) != 0 if s.dtype.kind != "b" else xp.diff(s.view(host.uint8), axis=d))
     # how many equal elements precede each one in its run: runs grow, so the first position
     # reaching the longest run ends the smallest of the most frequent values (its last index)
-    run = pos - np.maximum.accumulate(np.where(starts, pos, 0), axis=d) + 1
-    best = np.argmax(run == np.max(run, axis=d, keepdims=True), axis=d, keepdims=True) \
-        if a.shape[d] else np.zeros(a.shape[:d] + (1,) + a.shape[d + 1:], np.int64)
-    idx = np.take_along_axis(order, best, axis=d) if a.shape[d] else best
-    values = np.take_along_axis(a, idx, axis=d) if a.shape[d] else np.zeros(idx.shape, a.dtype)
+    run = pos - xp.maximum.accumulate(xp.where(starts, pos, 0), axis=d) + 1
+    best = (run == run.max(axis=d, keepdims=True)).argmax(axis=d, keepdims=True) \
+        if a.shape[d] else xp.zeros(a.shape[:d] + (1,) + a.shape[d + 1:], host.int64)
+    idx = xp.take_along_axis(order, best, axis=d) if a.shape[d] else best
+    values = xp.take_along_axis(a, idx, axis=d) if a.shape[d] else xp.zeros(idx.shape, a.dtype)
     if not keepdim:
-        idx, values = np.squeeze(idx, d), np.squeeze(values, d)
+        idx, values = idx.squeeze(d), values.squeeze(d)
     return _select(ModeBackward0, mode_result, input, values, idx, d, keepdim)
 
 
@@ -304,8 +310,8 @@ def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,
     the distinct slices along it in lexicographic order."""
     a = input._data
     if dim is None:
-        values, inverse, counts = np.unique(a.reshape(-1), return_inverse=True,
-                                            return_counts=True)
+        values, inverse, counts = xp_of(a).unique(a.reshape(-1), return_inverse=True,
+                                                  return_counts=True)
         inverse = inverse.reshape(a.shape)
         cls = Unique2Backward0
     else:
@@ -315,18 +321,19 @@ def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,
         if any(s == 0 for i, s in enumerate(a.shape) if i != d):
             raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so "
                                "unique cannot be applied")
-        values, inverse, counts = np.unique(a, return_inverse=True, return_counts=True, axis=d)
+        values, inverse, counts = xp_of(a).unique(a, return_inverse=True, return_counts=True,
+                                                  axis=d)
         inverse = inverse.reshape(-1)
         cls = UniqueDimBackward0
     if input._requires_grad and _grad_state.grad_enabled:
-        out = _record(object.__new__(cls), (input,), values)
+        out = record_op(object.__new__(cls), (input,), values)
     else:
         out = _make(values)
     extra = []
     if return_inverse:
-        extra.append(_make(inverse.astype(np.int64)))
+        extra.append(_make(inverse.astype(host.int64)))
     if return_counts:
-        extra.append(_make(counts.astype(np.int64)))
+        extra.append(_make(counts.astype(host.int64)))
     return (out, *extra) if extra else out
 
 
@@ -342,9 +349,9 @@ class AminmaxBackward0(Op):
 
     def forward(self, a, dims, keepdim):
         self.dims, self.keepdim = dims, keepdim
-        self.lo = np.amin(a, axis=dims, keepdims=True)
-        self.hi = np.amax(a, axis=dims, keepdims=True)
-        shape = np.sum(a, axis=dims, keepdims=keepdim).shape
+        self.lo = a.min(axis=dims, keepdims=True)
+        self.hi = a.max(axis=dims, keepdims=True)
+        shape = a.sum(axis=dims, keepdims=keepdim).shape
         return self.lo.reshape(shape), self.hi.reshape(shape)
 
     def backward(self, grad_min, grad_max):
@@ -362,7 +369,7 @@ class AminmaxBackward0(Op):
 
 def aminmax(input: Tensor, *, dim=None, keepdim: bool = False):
     """``torch.aminmax``: (min, max) over ``dim`` (all dims if None), as a named tuple."""
-    from .stats import record_outputs
+    from ._op import record_outputs
     a = input._data
     nd = a.ndim
     if dim is None:

@@ -3,14 +3,14 @@ count_nonzero, nansum/nanmean."""
 
 from __future__ import annotations
 
+import math
 import warnings
 
-import numpy as np
-
 from .._backend import dtypes as _dt
+from .._backend import host, xp_of
 from .._tensor import Tensor, _make, _wrap_dim
 from ..autograd.grad_mode import state as _grad_state
-from ._op import Op, _record, apply1
+from ._op import Op, apply1, record_outputs
 from .elementwise import scalar_name
 from .reduction import _all_if_empty, _expand_back, reduce_dims
 
@@ -27,29 +27,11 @@ __all__: list[str] = [
 ]  # exported as ember.<name>
 
 
-def record_outputs(node: Op, inputs: tuple, outs: tuple) -> tuple:
-    """Wrap the arrays ``outs`` of one multi-output ``node`` (one edge set, one node for all).
-
-    The node class declares ``_num_outputs`` in its ``__slots__``; its backward receives one
-    gradient per output (None for an output no gradient reached).
-    """
-    outs = [o if type(o) is np.ndarray else np.asarray(o) for o in outs]
-    if _grad_state.grad_enabled and any(isinstance(x, Tensor) and x._requires_grad
-                                        for x in inputs):
-        node._num_outputs = len(outs)
-        first = _record(node, inputs, outs[0])
-        rest = [_make(o, node) for o in outs[1:]]
-        for i, t in enumerate(rest, 1):
-            t._output_nr = i
-        return (first, *rest)
-    return tuple(_make(o) for o in outs)
-
-
-def _int_to_int64(a: np.ndarray, dtype):
+def _int_to_int64(a, dtype):
     """The result dtype of sum-like reductions: ``dtype`` if given, int64 for integers."""
     if dtype is not None:
         return _dt.to_dtype(dtype).np
-    return np.int64 if a.dtype.kind in "biu" else None
+    return host.int64 if a.dtype.kind in "biu" else None
 
 
 # --------------------------------------------------------------------------- prod
@@ -63,7 +45,7 @@ class ProdBackward0(Op):
     save_output = True
 
     def forward(self, a, out_dtype):
-        return np.prod(a, dtype=out_dtype)
+        return a.prod(dtype=out_dtype)
 
     def backward(self, grad):
         (x,) = self.saved()
@@ -85,7 +67,7 @@ class ProdBackward1(Op):
         self.dim, self.keepdim = dim, keepdim
         if not a.ndim:
             return a.astype(out_dtype) if out_dtype is not None else a.copy()
-        return np.prod(a, axis=dim, keepdims=keepdim, dtype=out_dtype)
+        return a.prod(axis=dim, keepdims=keepdim, dtype=out_dtype)
 
     def backward(self, grad):
         (x,) = self.saved()
@@ -104,7 +86,8 @@ def _prod_of_others(x: Tensor, dim: int) -> Tensor:
     from .joining import cat
     from .scan import _flip, cumprod
     n = x.shape[dim]
-    ones = _make(np.ones(x.shape[:dim] + (1,) + x.shape[dim + 1:], dtype=x._data.dtype))
+    d = x._data
+    ones = _make(xp_of(d).ones(d.shape[:dim] + (1,) + d.shape[dim + 1:], dtype=d.dtype))
     head = (slice(None),) * dim
     left = cumprod(cat([ones, x[head + (slice(0, n - 1),)]], dim), dim)
     right = _flip(cumprod(cat([ones, _flip(x[head + (slice(1, n),)], dim)], dim), dim), dim)
@@ -122,19 +105,19 @@ def prod(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tenso
 # --------------------------------------------------------------------------- var / std
 
 
-def _var_arrays(a: np.ndarray, dims, correction, keepdim: bool, name: str):
-    """(var, mean) of ``a`` over ``dims`` with torch's degrees of freedom and warning."""
-    mean = np.sum(a, axis=dims, keepdims=True)
+def _var_arrays(a, dims, correction, keepdim: bool, name: str):
+    """(var, mean) of the array ``a`` over ``dims`` with torch's degrees of freedom and warning."""
+    mean = a.sum(axis=dims, keepdims=True)
     n = a.size // max(mean.size, 1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean = mean / n if n else mean * np.nan
+    with host.errstate(invalid="ignore", divide="ignore"):
+        mean = mean / n if n else mean * math.nan
         dev = a - mean
         dof = n - correction
         if dof <= 0:
             warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly "
                           "less than the reduction factor (input numel divided by output numel).",
                           UserWarning, stacklevel=4)
-        var = np.sum(dev * dev, axis=dims, keepdims=keepdim) / max(dof, 0)
+        var = (dev * dev).sum(axis=dims, keepdims=keepdim) / max(dof, 0)
     if not keepdim:
         mean = mean.reshape(var.shape)
     return var.astype(a.dtype, copy=False), mean.astype(a.dtype, copy=False), dof
@@ -145,7 +128,7 @@ def _var_grad(grad: Tensor, x: Tensor, dims, keepdim: bool, dof) -> Tensor:
     g = _expand_back(grad, x.shape, dims, keepdim)
     if dof > 0:
         return g * (2.0 / dof) * (x - x.mean(dims, keepdim=True))
-    with np.errstate(invalid="ignore"):  # torch's 2 / 0 = inf, times 0 deviations: NaN
+    with host.errstate(invalid="ignore"):  # torch's 2 / 0 = inf, times 0 deviations: NaN
         return g * float("inf") * (x - x.mean(dims, keepdim=True))
 
 
@@ -186,7 +169,7 @@ class StdBackward0(Op):
     def forward(self, a, dims, correction, keepdim):
         self.dims, self.keepdim = dims, keepdim
         var, _, self.dof = _var_arrays(a, dims, correction, keepdim, "std")
-        return np.sqrt(var)
+        return xp_of(var).sqrt(var)
 
     def backward(self, grad):
         (x,) = self.saved()
@@ -225,7 +208,7 @@ class StdMeanBackward0(Op):
     def forward(self, a, dims, correction, keepdim):
         self.dims, self.keepdim = dims, keepdim
         var, mean, self.dof = _var_arrays(a, dims, correction, keepdim, "std_mean")
-        return np.sqrt(var), mean
+        return xp_of(var).sqrt(var), mean
 
     def backward(self, grad_std, grad_mean):
         (x,) = self.saved()
@@ -294,17 +277,18 @@ class LogsumexpBackward0(Op):
     def forward(self, a, dims, keepdim):
         self.dims, self.keepdim = dims, keepdim
         # shift by the maximum so exp cannot overflow; an infinite maximum shifts by 0
-        peak = np.max(a, axis=dims, keepdims=True, initial=-np.inf)
-        peak = np.where(np.isfinite(peak), peak, 0).astype(a.dtype)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            out = np.log(np.sum(np.exp(a - peak), axis=dims, keepdims=True)) + peak
-        return out if keepdim else out.reshape(np.sum(out, axis=dims).shape)
+        xp = xp_of(a)
+        peak = a.max(axis=dims, keepdims=True, initial=-math.inf)
+        peak = xp.where(xp.isfinite(peak), peak, 0).astype(a.dtype)
+        with host.errstate(divide="ignore", invalid="ignore"):
+            out = xp.log(xp.exp(a - peak).sum(axis=dims, keepdims=True)) + peak
+        return out if keepdim else out.reshape(out.sum(axis=dims).shape)
 
     def backward(self, grad):
         (x,) = self.saved()
         shape, dims, keepdim = x.shape, self.dims, self.keepdim
         out = _expand_back(self.saved_output(), shape, dims, keepdim)
-        with np.errstate(invalid="ignore"):  # inf - inf where the input holds +inf: NaN
+        with host.errstate(invalid="ignore"):  # inf - inf where the input holds +inf: NaN
             return _expand_back(grad, shape, dims, keepdim) * (x - out).exp()
 
 
@@ -322,7 +306,9 @@ def logsumexp(input: Tensor, dim, keepdim: bool = False) -> Tensor:
 def count_nonzero(input: Tensor, dim=None) -> Tensor:
     """``torch.count_nonzero``: int64 counts over ``dim`` (all dims if None)."""
     dims = reduce_dims(dim, input._data.ndim)
-    return _make(np.asarray(np.count_nonzero(input._data, axis=dims), dtype=np.int64))
+    a = input._data
+    xp = xp_of(a)
+    return _make(xp.asarray(xp.count_nonzero(a, axis=dims), dtype=host.int64))
 
 
 class NansumBackward0(Op):
@@ -333,13 +319,14 @@ class NansumBackward0(Op):
 
     def forward(self, a, dims, keepdim, out_dtype):
         self.dims, self.keepdim = dims, keepdim
-        return np.nansum(a, axis=dims, keepdims=keepdim, dtype=out_dtype)
+        return xp_of(a).nansum(a, axis=dims, keepdims=keepdim, dtype=out_dtype)
 
     def backward(self, grad):
         (x,) = self.saved()
         g = _expand_back(grad, x.shape, self.dims, self.keepdim)
-        with np.errstate(invalid="ignore"):  # as torch: an infinite gradient times 0 is NaN
-            return g * _make(~np.isnan(x._data))
+        with host.errstate(invalid="ignore"):  # as torch: an infinite gradient times 0 is NaN
+            d = x._data
+            return g * _make(~xp_of(d).isnan(d))
 
 
 def nansum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
@@ -355,7 +342,8 @@ def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Te
     if input._data.dtype.kind != "f":
         raise RuntimeError("nanmean(): expected input to have floating point or complex dtype "
                            f"but got {scalar_name(input.dtype)}")
-    counted = _make(~np.isnan(input._data)).sum(dim, keepdim=keepdim)
+    a = input._data
+    counted = _make(~xp_of(a).isnan(a)).sum(dim, keepdim=keepdim)
     return nansum(input, dim, keepdim, dtype=dtype) / counted
 
 

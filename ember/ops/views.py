@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
+from .._backend import host, xp_of
 from .._tensor import Size, Tensor, _make, _wrap_dim
 from ..autograd.grad_mode import state as _grad_state
-from ._op import Op, _record, apply1
+from ..autograd.record import mark_view, needs_recording, record
+from ._op import Op, apply1
 
 
 class ViewOp(Op):
@@ -24,13 +24,9 @@ class ViewOp(Op):
 def view_op(cls, x: Tensor, *params) -> Tensor:
     """Apply a view op and record the base/view relationship on the result."""
     out = apply1(cls, x, *params)
-    if np.may_share_memory(out._data, x._data) or not out._data.size:
-        base = x._base
-        out._base = x if base is None else base
-        out._vc = x._vc
-        chain = x._view
-        step = (cls, params)
-        out._view = (step,) if base is None else chain + (step,)
+    a = out._data
+    if xp_of(a).may_share_memory(a, x._data) or not a.size:
+        mark_view(out, x, (cls, params))
     return out
 
 
@@ -42,7 +38,7 @@ def replay_view(base: Tensor, chain) -> Tensor:
     return t
 
 
-def replay_view_array(arr: np.ndarray, chain) -> np.ndarray:
+def replay_view_array(arr, chain):
     for cls, params in chain:
         arr = object.__new__(cls).forward(arr, *params)
     return arr
@@ -56,7 +52,7 @@ class ViewBackward0(ViewOp):
     def forward(self, a, shape):
         self.shape = a.shape
         try:
-            return np.reshape(a, shape, copy=False)
+            return a.reshape(shape, copy=False)
         except ValueError:
             raise RuntimeError(
                 "view size is not compatible with input tensor's size and stride (at least one "
@@ -80,7 +76,7 @@ class UnsafeViewBackward0(Op):
 
     def forward(self, a, shape):
         self.shape = a.shape
-        return np.reshape(a, shape)
+        return a.reshape(shape)
 
     def backward(self, grad):
         return grad.reshape(self.shape)
@@ -91,7 +87,7 @@ class TransposeBackward0(ViewOp):
 
     def forward(self, a, d0, d1):
         self.d0, self.d1 = d0, d1
-        return np.swapaxes(a, d0, d1)
+        return a.swapaxes(d0, d1)
 
     def backward(self, grad):
         return grad.transpose(self.d0, self.d1)
@@ -112,10 +108,11 @@ class PermuteBackward0(ViewOp):
 
     def forward(self, a, dims):
         self.dims = dims
-        return np.transpose(a, dims)
+        return a.transpose(dims)
 
     def backward(self, grad):
-        return grad.permute(*np.argsort(self.dims).tolist())
+        dims = self.dims
+        return grad.permute(*sorted(range(len(dims)), key=dims.__getitem__))
 
 
 class SqueezeBackward0(ViewOp):
@@ -125,7 +122,7 @@ class SqueezeBackward0(ViewOp):
 
     def forward(self, a):
         self.shape = a.shape
-        return np.squeeze(a)
+        return a.squeeze()
 
     def backward(self, grad):
         return grad.reshape(self.shape)
@@ -138,7 +135,7 @@ class SqueezeBackward1(ViewOp):
 
     def forward(self, a, dims):
         self.shape = a.shape
-        return np.squeeze(a, dims) if dims else a.view()
+        return a.squeeze(dims) if dims else a.view()
 
     def backward(self, grad):
         return grad.reshape(self.shape)
@@ -155,7 +152,7 @@ class UnsqueezeBackward0(ViewOp):
 
     def forward(self, a, dim):
         self.dim = dim
-        return np.expand_dims(a, dim)
+        return a.reshape(a.shape[:dim] + (1,) + a.shape[dim:])
 
     def backward(self, grad):
         return grad.squeeze(self.dim)
@@ -167,7 +164,7 @@ class ExpandBackward0(ViewOp):
     __slots__ = ()
 
     def forward(self, a, shape):
-        return np.broadcast_to(a, shape)
+        return xp_of(a).broadcast_to(a, shape)
 
     def backward(self, grad):
         return grad
@@ -190,7 +187,7 @@ def _shape_arg(shape, op: str) -> tuple:
     for s in shape:
         if isinstance(s, Tensor):
             s = s.item()
-        if not isinstance(s, (int, np.integer)):
+        if not isinstance(s, (int, host.integer)):
             raise TypeError(f"{op}(): argument 'size' must be tuple of ints, but found element "
                             f"of type {type(s).__name__}")
         out.append(int(s))
@@ -237,7 +234,7 @@ def reshape(input: Tensor, *shape) -> Tensor:
     """``torch.reshape``: a view when the strides allow, else a copy."""
     shape = _infer_shape(_shape_arg(shape, "reshape"), input._data.size, input._data.shape)
     try:
-        np.reshape(input._data, shape, copy=False)
+        input._data.reshape(shape, copy=False)
     except ValueError:
         return apply1(UnsafeViewBackward0, input, shape)
     cls = ViewBackward0 if input._data.flags.c_contiguous else ReshapeAliasBackward0
@@ -374,8 +371,8 @@ def broadcast_to(input: Tensor, size) -> Tensor:
 
 def broadcast_shapes(*shapes) -> Size:
     try:
-        return Size(np.broadcast_shapes(*[tuple(s) if not isinstance(s, int) else (s,)
-                                           for s in shapes]))
+        return Size(host.broadcast_shapes(*[tuple(s) if not isinstance(s, int) else (s,)
+                                             for s in shapes]))
     except ValueError:
         raise RuntimeError(f"Shape mismatch: objects cannot be broadcast to a single shape: "
                            f"{shapes}") from None
@@ -422,7 +419,7 @@ class UnbindBackward0(Op):
         for g in grads:
             if g is None:
                 if zeros is None:
-                    zeros = _make(np.zeros(piece, dtype=like._data.dtype))
+                    zeros = _make(xp_of(like._data).zeros(piece, dtype=like._data.dtype))
                 g = zeros
             parts.append(g)
         from .joining import stack
@@ -438,20 +435,16 @@ def unbind(input: Tensor, dim: int = 0) -> tuple:
     lead = (slice(None),) * d
     keys = [lead + (i,) for i in range(a.shape[d])]
     pieces = [a[k + (Ellipsis,)] for k in keys]  # (the Ellipsis keeps 0-d pieces views)
-    if input._requires_grad and _grad_state.grad_enabled and pieces:
-        node = object.__new__(UnbindBackward0)
-        node.dim, node.shape, node._num_outputs = d, a.shape, len(pieces)
-        outs = [_record(node, (input,), pieces[0])] + [_make(p, node) for p in pieces[1:]]
-        for i, t in enumerate(outs):
-            t._output_nr = i
-    else:
-        outs = [_make(p) for p in pieces]
     from .indexing import _BASIC_NODES, MULTI_OUTPUT_NODES
-    recorded = bool(outs) and outs[0]._grad_fn is not None
+    recorded = bool(pieces) and needs_recording((input,), _grad_state.grad_enabled)
     select = (MULTI_OUTPUT_NODES if recorded else _BASIC_NODES)["SelectBackward0"]
-    base = input if input._base is None else input._base
-    chain = input._view if input._base is not None else ()
-    for k, t in zip(keys, outs):  # views: in-place writes reach the input
-        t._base, t._vc, t._view = base, input._vc, chain + ((select, (k,)),)
+    steps = [(select, (k,)) for k in keys]  # views: in-place writes reach the input
+    if recorded:
+        node = object.__new__(UnbindBackward0)
+        node.dim, node.shape = d, a.shape
+        return tuple(record(node, (input,), pieces, view_of=input, view_steps=steps))
+    outs = [_make(p) for p in pieces]
+    for t, step in zip(outs, steps):
+        mark_view(t, input, step)
     return tuple(outs)
 

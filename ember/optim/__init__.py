@@ -1,4 +1,4 @@
-"""``ember.optim``: torch's optimizers and learning-rate schedulers, updating with NumPy."""
+"""``ember.optim``: torch's optimizers and learning-rate schedulers."""
 
 from . import lr_scheduler
 from .adadelta import Adadelta

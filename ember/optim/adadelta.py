@@ -2,17 +2,8 @@
 
 from __future__ import annotations
 
-import numpy as np
-
-from .optimizer import (
-    Optimizer,
-    _bump,
-    _check_lr,
-    _check_unsupported,
-    _scalar_state,
-    _to_scalar,
-    _zeros_like,
-)
+from .._backend import xp_of
+from .optimizer import Optimizer, _check_lr, _check_unsupported, _scalar_state, _zeros_like
 
 __all__ = ["Adadelta"]
 
@@ -45,41 +36,24 @@ class Adadelta(Optimizer):
             group.setdefault("differentiable", False)
             group.setdefault("capturable", False)
 
-    def step(self, closure=None):
-        """Perform a single optimization step; returns ``closure()``'s loss if given."""
-        loss = self._eval_closure(closure)
-        for group in self.param_groups:
-            lr = _to_scalar(group["lr"])
-            rho = group["rho"]
-            eps = group["eps"]
-            weight_decay = group["weight_decay"]
-            maximize = group["maximize"]
-            for p in group["params"]:
-                if p._grad is None:
-                    continue
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _scalar_state()
-                    state["square_avg"] = _zeros_like(p)
-                    state["acc_delta"] = _zeros_like(p)
-                state["step"]._data += 1
-                d = p._data
-                g = p._grad._data
-                if maximize:
-                    g = -g
-                if weight_decay != 0:
-                    g = g + weight_decay * d
-                sq = state["square_avg"]._data
-                acc = state["acc_delta"]._data
-                sq *= rho
-                sq += (1 - rho) * g * g
-                std = np.sqrt(sq + eps)
-                delta = np.sqrt(acc + eps)
-                delta /= std
-                delta *= g
-                acc *= rho
-                acc += (1 - rho) * delta * delta
-                delta *= lr
-                d -= delta
-                _bump(p)
-        return loss
+    def _init_state(self, state, p, group) -> None:
+        state["step"] = _scalar_state()
+        state["square_avg"] = _zeros_like(p)
+        state["acc_delta"] = _zeros_like(p)
+
+    def _update(self, d, g, state, group, lr, step) -> None:
+        rho = group["rho"]
+        eps = group["eps"]
+        xp = xp_of(d)
+        sq = state["square_avg"]._data
+        acc = state["acc_delta"]._data
+        sq *= rho
+        sq += (1 - rho) * g * g
+        std = xp.sqrt(sq + eps)
+        delta = xp.sqrt(acc + eps)
+        delta /= std
+        delta *= g
+        acc *= rho
+        acc += (1 - rho) * delta * delta
+        delta *= lr
+        d -= delta

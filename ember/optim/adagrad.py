@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import numpy as np
-
+from .._backend import xp_of
 from .._tensor import _make
-from .optimizer import Optimizer, _bump, _check_lr, _check_unsupported, _scalar_state, _to_scalar
+from .optimizer import Optimizer, _check_lr, _check_unsupported, _scalar_state
 
 __all__ = ["Adagrad"]
 
@@ -37,7 +36,7 @@ class Adagrad(Optimizer):
             for p in group["params"]:
                 state = self.state[p]
                 state["step"] = _scalar_state()
-                state["sum"] = _make(np.full_like(p._data, initial_accumulator_value))
+                state["sum"] = _make(xp_of(p._data).full_like(p._data, initial_accumulator_value))
 
     def __setstate__(self, state) -> None:
         super().__setstate__(state)
@@ -48,41 +47,21 @@ class Adagrad(Optimizer):
             group.setdefault("fused", None)
 
     def share_memory(self) -> None:
-        """A no-op: NumPy state already lives in this process's memory."""
+        """A no-op: the state already lives in this process's memory."""
 
-    def step(self, closure=None):
-        """Perform a single optimization step; returns ``closure()``'s loss if given."""
-        loss = self._eval_closure(closure)
-        for group in self.param_groups:
-            lr = _to_scalar(group["lr"])
-            lr_decay = group["lr_decay"]
-            weight_decay = group["weight_decay"]
-            eps = group["eps"]
-            maximize = group["maximize"]
-            for p in group["params"]:
-                if p._grad is None:
-                    continue
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _scalar_state()
-                    state["sum"] = _make(np.full_like(
-                        p._data, self.defaults["initial_accumulator_value"]))
-                step_t = state["step"]._data
-                step_t += 1
-                step = float(step_t)
-                d = p._data
-                g = p._grad._data
-                if maximize:
-                    g = -g
-                if weight_decay != 0:
-                    g = g + weight_decay * d
-                clr = lr / (1 + (step - 1) * lr_decay)
-                s = state["sum"]._data
-                s += g * g
-                std = np.sqrt(s)
-                std += eps
-                np.divide(g, std, out=std)
-                std *= clr
-                d -= std
-                _bump(p)
-        return loss
+    def _init_state(self, state, p, group) -> None:
+        # only for a parameter added after construction (torch fills the rest in __init__)
+        state["step"] = _scalar_state()
+        state["sum"] = _make(xp_of(p._data).full_like(
+            p._data, self.defaults["initial_accumulator_value"]))
+
+    def _update(self, d, g, state, group, lr, step) -> None:
+        xp = xp_of(d)
+        clr = lr / (1 + (step - 1) * group["lr_decay"])
+        s = state["sum"]._data
+        s += g * g
+        std = xp.sqrt(s)
+        std += group["eps"]
+        xp.divide(g, std, out=std)
+        std *= clr
+        d -= std

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import numpy as np
-
+from .._backend import xp_of
 from .._tensor import Tensor
 from .optimizer import (
     Optimizer,
-    _bump,
     _check_lr,
     _check_unsupported,
     _lerp_,
@@ -65,58 +63,32 @@ class Adam(Optimizer):
             group.setdefault("decoupled_weight_decay", False)
             group.setdefault("fused", None)
 
-    def step(self, closure=None):
-        """Perform a single optimization step; returns ``closure()``'s loss if given."""
-        loss = self._eval_closure(closure)
-        for group in self.param_groups:
-            lr = _to_scalar(group["lr"])
-            beta1, beta2 = (_to_scalar(b) for b in group["betas"])
-            eps = group["eps"]
-            weight_decay = group["weight_decay"]
-            decoupled = group["decoupled_weight_decay"]
-            amsgrad = group["amsgrad"]
-            maximize = group["maximize"]
-            for p in group["params"]:
-                if p._grad is None:
-                    continue
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _scalar_state()
-                    state["exp_avg"] = _zeros_like(p)
-                    state["exp_avg_sq"] = _zeros_like(p)
-                    if amsgrad:
-                        state["max_exp_avg_sq"] = _zeros_like(p)
-                step_t = state["step"]._data
-                step_t += 1
-                step = float(step_t)
+    def _init_state(self, state, p, group) -> None:
+        state["step"] = _scalar_state()
+        state["exp_avg"] = _zeros_like(p)
+        state["exp_avg_sq"] = _zeros_like(p)
+        if group["amsgrad"]:
+            state["max_exp_avg_sq"] = _zeros_like(p)
 
-                d = p._data
-                g = p._grad._data
-                if maximize:
-                    g = -g
-                if weight_decay != 0:
-                    if decoupled:
-                        d *= 1 - lr * weight_decay
-                    else:
-                        g = g + weight_decay * d
-                m = state["exp_avg"]._data
-                v = state["exp_avg_sq"]._data
-                _lerp_(m, g, 1 - beta1)
-                v *= beta2
-                v += (1 - beta2) * g * g
+    def _update(self, d, g, state, group, lr, step) -> None:
+        beta1, beta2 = map(_to_scalar, group["betas"])
+        xp = xp_of(d)
+        m = state["exp_avg"]._data
+        v = state["exp_avg_sq"]._data
+        _lerp_(m, g, 1 - beta1)
+        v *= beta2
+        v += (1 - beta2) * g * g
 
-                step_size = lr / (1 - beta1 ** step)
-                bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
-                if amsgrad:
-                    vmax = state["max_exp_avg_sq"]._data
-                    np.maximum(vmax, v, out=vmax)
-                    denom = np.sqrt(vmax)
-                else:
-                    denom = np.sqrt(v)
-                denom /= bias_correction2_sqrt
-                denom += eps
-                np.divide(m, denom, out=denom)
-                denom *= step_size
-                d -= denom
-                _bump(p)
-        return loss
+        step_size = lr / (1 - beta1 ** step)
+        bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
+        if group["amsgrad"]:
+            vmax = state["max_exp_avg_sq"]._data
+            xp.maximum(vmax, v, out=vmax)
+            denom = xp.sqrt(vmax)
+        else:
+            denom = xp.sqrt(v)
+        denom /= bias_correction2_sqrt
+        denom += group["eps"]
+        xp.divide(m, denom, out=denom)
+        denom *= step_size
+        d -= denom

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import numpy as np
-
+from .._backend import xp_of
 from .adam import _check_betas
 from .optimizer import (
     Optimizer,
-    _bump,
     _check_lr,
     _check_unsupported,
     _lerp_,
     _scalar_state,
-    _to_scalar,
     _zeros_like,
 )
 
@@ -42,42 +39,22 @@ class Adamax(Optimizer):
             group.setdefault("differentiable", False)
             group.setdefault("capturable", False)
 
-    def step(self, closure=None):
-        """Perform a single optimization step; returns ``closure()``'s loss if given."""
-        loss = self._eval_closure(closure)
-        for group in self.param_groups:
-            lr = _to_scalar(group["lr"])
-            beta1, beta2 = group["betas"]
-            eps = group["eps"]
-            weight_decay = group["weight_decay"]
-            maximize = group["maximize"]
-            for p in group["params"]:
-                if p._grad is None:
-                    continue
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _scalar_state()
-                    state["exp_avg"] = _zeros_like(p)
-                    state["exp_inf"] = _zeros_like(p)
-                step_t = state["step"]._data
-                step_t += 1
-                step = float(step_t)
-                d = p._data
-                g = p._grad._data
-                if maximize:
-                    g = -g
-                if weight_decay != 0:
-                    g = g + weight_decay * d
-                m = state["exp_avg"]._data
-                u = state["exp_inf"]._data
-                _lerp_(m, g, 1 - beta1)
-                u *= beta2
-                norm = np.abs(g)
-                norm += eps
-                np.maximum(u, norm, out=u)
-                clr = lr / (1 - beta1 ** step)
-                np.divide(m, u, out=norm)
-                norm *= clr
-                d -= norm
-                _bump(p)
-        return loss
+    def _init_state(self, state, p, group) -> None:
+        state["step"] = _scalar_state()
+        state["exp_avg"] = _zeros_like(p)
+        state["exp_inf"] = _zeros_like(p)
+
+    def _update(self, d, g, state, group, lr, step) -> None:
+        beta1, beta2 = group["betas"]
+        xp = xp_of(d)
+        m = state["exp_avg"]._data
+        u = state["exp_inf"]._data
+        _lerp_(m, g, 1 - beta1)
+        u *= beta2
+        norm = xp.abs(g)
+        norm += group["eps"]
+        xp.maximum(u, norm, out=u)
+        clr = lr / (1 - beta1 ** step)
+        xp.divide(m, u, out=norm)
+        norm *= clr
+        d -= norm

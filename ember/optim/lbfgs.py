@@ -1,13 +1,13 @@
 """``LBFGS``: limited-memory BFGS, a faithful port of ``torch.optim.LBFGS`` (after minFunc).
 
-The flat vectors are NumPy arrays of the parameters' dtype, and the dot products are NumPy
-scalars of that dtype, which round as torch's 0-d tensors do, so the iterates follow torch's.
+The flat vectors are arrays of the parameters' dtype and device (made with their array module,
+``xp_of``), and the dot products are scalars of that dtype, which round as torch's 0-d tensors
+do, so the iterates follow torch's.
 """
 
 from __future__ import annotations
 
-import numpy as np
-
+from .._backend import generic, host, is_array, xp_of
 from .._tensor import Tensor, _make
 from ..autograd import enable_grad
 from .optimizer import Optimizer, _bump, _check_lr, _to_scalar
@@ -15,17 +15,22 @@ from .optimizer import Optimizer, _bump, _check_lr, _to_scalar
 __all__ = ["LBFGS"]
 
 
+def _is_scalar_or_array(x) -> bool:
+    """Whether ``x`` is an array or an array scalar (as a dot product returns), not a number."""
+    return isinstance(x, generic) or is_array(x)
+
+
 def _sqrt(x):
-    return np.sqrt(x) if isinstance(x, np.generic | np.ndarray) else x ** 0.5
+    return xp_of(x).sqrt(x) if _is_scalar_or_array(x) else x ** 0.5
 
 
-def _add_(a: np.ndarray, b: np.ndarray, alpha) -> None:
+def _add_(a, b, alpha) -> None:
     """``a.add_(b, alpha=alpha)`` in place. NOTE: torch's vectorized CPU add is a fused
     multiply-add (one rounding); float32 emulates it exactly through float64. LBFGS on an
     ill-conditioned problem amplifies that last bit, so it is matched here."""
     alpha = a.dtype.type(alpha)
-    if a.dtype == np.float32:
-        a[...] = a.astype(np.float64) + b.astype(np.float64) * np.float64(alpha)
+    if a.dtype == host.float32:
+        a[...] = a.astype(host.float64) + b.astype(host.float64) * host.float64(alpha)
     else:
         a += b * alpha
 
@@ -33,8 +38,8 @@ def _add_(a: np.ndarray, b: np.ndarray, alpha) -> None:
 def _div(a, b):
     """``a / b`` as torch computes it: a Python number over a 0-d tensor is
     ``b.reciprocal() * a`` (``Tensor.__rtruediv__``), which rounds differently."""
-    if isinstance(b, np.generic) and not isinstance(a, np.generic | np.ndarray):
-        return np.reciprocal(b) * a
+    if _is_scalar_or_array(b) and not _is_scalar_or_array(a):
+        return xp_of(b).reciprocal(b) * a
     return a / b
 
 
@@ -59,7 +64,7 @@ def _cubic_interpolate(x1, f1, g1, x2, f2, g2, bounds=None):
 def _strong_wolfe(obj_func, x, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_change=1e-9,
                   max_ls=25):
     """A line search satisfying the strong Wolfe conditions (torch's ``_strong_wolfe``)."""
-    d_norm = np.abs(d).max()
+    d_norm = abs(d).max()
     g = g.copy()
     f_new, g_new = obj_func(x, t, d)
     ls_func_evals = 1
@@ -159,17 +164,17 @@ def _strong_wolfe(obj_func, x, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_chang
     return f_new, g_new, t, ls_func_evals
 
 
-# state entries kept as tensors in ``state`` (NumPy inside ``step``), as torch keeps them
+# state entries kept as tensors in ``state`` (raw arrays inside ``step``), as torch keeps them
 _ARRAY_KEYS = ("d", "prev_flat_grad")
 _SCALAR_KEYS = ("t", "H_diag")
 _LIST_KEYS = ("old_dirs", "old_stps", "ro", "al")
 
 
 def _wrap(x):
-    if isinstance(x, np.ndarray):
+    if is_array(x):
         return _make(x)
-    if isinstance(x, np.generic):
-        return _make(np.asarray(x))
+    if isinstance(x, generic):  # a scalar from a NumPy dot product: a 0-d host tensor
+        return _make(host.asarray(x))
     return x
 
 
@@ -203,16 +208,17 @@ class LBFGS(Optimizer):
             self._numel_cache = sum(p.numel() for p in self._params)
         return self._numel_cache
 
-    def _gather_flat_grad(self) -> np.ndarray:
+    def _gather_flat_grad(self):
+        xp = xp_of(self._params[0]._data)
         views = []
         for p in self._params:
             if p._grad is None:
-                views.append(np.zeros(p._data.size, dtype=p._data.dtype))
+                views.append(xp.zeros(p._data.size, dtype=p._data.dtype))
             else:
                 views.append(p._grad._data.reshape(-1))
-        return np.concatenate(views, 0)
+        return xp.concatenate(views, 0)
 
-    def _add_grad(self, step_size, update: np.ndarray) -> None:
+    def _add_grad(self, step_size, update) -> None:
         offset = 0
         for p in self._params:
             numel = p._data.size
@@ -222,7 +228,7 @@ class LBFGS(Optimizer):
         if offset != self._numel():
             raise AssertionError(f"Expected offset {offset} to equal {self._numel()}")
 
-    def _clone_param(self) -> list[np.ndarray]:
+    def _clone_param(self) -> list:
         return [p._data.copy() for p in self._params]
 
     def _set_param(self, params_data) -> None:
@@ -271,7 +277,7 @@ class LBFGS(Optimizer):
         state["func_evals"] += 1
 
         flat_grad = self._gather_flat_grad()
-        opt_cond = np.abs(flat_grad).max() <= tolerance_grad
+        opt_cond = abs(flat_grad).max() <= tolerance_grad
         if opt_cond:  # optimal condition
             return orig_loss
 
@@ -320,8 +326,8 @@ class LBFGS(Optimizer):
                     al[i] = old_stps[i].dot(q) * ro[i]
                     _add_(q, old_dirs[i], -al[i])
                 d = r = q * H_diag
-                if not isinstance(d, np.ndarray) or d.dtype != flat_grad.dtype:
-                    d = r = np.asarray(d, dtype=flat_grad.dtype)
+                if not is_array(d) or d.dtype != flat_grad.dtype:
+                    d = r = xp_of(flat_grad).asarray(d, dtype=flat_grad.dtype)
                 for i in range(num_old):
                     be_i = old_dirs[i].dot(r) * ro[i]
                     _add_(r, old_stps[i], al[i] - be_i)
@@ -334,7 +340,7 @@ class LBFGS(Optimizer):
 
             # the step size
             if state["n_iter"] == 1:
-                t = min(1.0, 1.0 / np.abs(flat_grad).sum()) * lr
+                t = min(1.0, 1.0 / abs(flat_grad).sum()) * lr
             else:
                 t = lr
 
@@ -354,14 +360,14 @@ class LBFGS(Optimizer):
                 loss, flat_grad, t, ls_func_evals = _strong_wolfe(
                     obj_func, x_init, t, d, loss, flat_grad, gtd, max_ls=max_eval - current_evals)
                 self._add_grad(t, d)
-                opt_cond = np.abs(flat_grad).max() <= tolerance_grad
+                opt_cond = abs(flat_grad).max() <= tolerance_grad
             else:
                 # a fixed step, then re-evaluate unless this is the last iteration
                 self._add_grad(t, d)
                 if n_iter != max_iter:
                     loss = float(closure_with_grad())
                     flat_grad = self._gather_flat_grad()
-                    opt_cond = np.abs(flat_grad).max() <= tolerance_grad
+                    opt_cond = abs(flat_grad).max() <= tolerance_grad
                     ls_func_evals = 1
 
             current_evals += ls_func_evals
@@ -374,7 +380,7 @@ class LBFGS(Optimizer):
                 break
             if opt_cond:
                 break
-            if np.abs(d * t).max() <= tolerance_change:
+            if abs(d * t).max() <= tolerance_change:
                 break
             if abs(loss - prev_loss) < tolerance_change:
                 break

@@ -1,7 +1,9 @@
 """``ember.optim.lr_scheduler``: torch's learning-rate schedulers, ported line for line.
 
 Each scheduler's recursive (chainable) ``get_lr`` and its ``_get_closed_form_lr`` follow torch
-2.13 exactly, so the learning-rate sequences (and ``state_dict`` contents) are torch's.
+2.13 exactly, so the learning-rate sequences (and ``state_dict`` contents) are torch's. A
+scheduler reads and writes its optimizer's ``param_groups`` only, so it works with any
+``ember.optim.Optimizer``; ``lr`` may be a float or a 1-element tensor (updated in place).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from bisect import bisect_right
 from collections import Counter
 from functools import partial, wraps
 from math import inf
-from typing import TYPE_CHECKING, Any, Literal, Self, SupportsFloat, TypedDict, cast
+from typing import TYPE_CHECKING, Any, Literal, SupportsFloat, TypedDict, cast
 from weakref import ref
 
 from .._tensor import Tensor
@@ -52,7 +54,8 @@ EPOCH_DEPRECATION_WARNING = (
 )
 
 
-def _format_param(name: str, optimizer: Optimizer, param):
+def _format_param(name: str, optimizer: Optimizer, param) -> list[Any]:
+    """``param`` once per param group (a list must have one value per group), tensors cloned."""
 
     def _copy(_param):
         return _param.clone() if isinstance(_param, Tensor) else _param
@@ -70,15 +73,15 @@ def _format_param(name: str, optimizer: Optimizer, param):
 
 
 def _param_groups_val_list(optimizer: Optimizer, key: str) -> list[Any]:
+    """``group[key]`` of every param group, tensors cloned (torch's helper of the same name)."""
     return [
         group[key].clone() if isinstance(group[key], Tensor) else group[key]
         for group in optimizer.param_groups
     ]
 
 
-def _update_param_group_val(
-    param_group: dict[str, Any], key: str, val: float | Tensor
-) -> None:
+def _update_param_group_val(param_group: dict[str, Any], key: str, val: float | Tensor) -> None:
+    """Set ``param_group[key]``: a tensor option is filled in place, as torch does."""
     if isinstance(param_group[key], Tensor):
         param_group[key].fill_(_to_scalar(val))
     else:
@@ -86,18 +89,18 @@ def _update_param_group_val(
 
 
 class LRScheduler:
-    """The base: sets ``initial_lr``, steps once at construction, keeps ``last_epoch`` and
-    ``get_last_lr()``, and warns when ``step()`` comes before ``optimizer.step()``."""
+    """``torch.optim.lr_scheduler.LRScheduler``, the base of the schedulers.
 
+    Sets each group's ``initial_lr`` (or requires it when resuming with ``last_epoch >= 0``),
+    steps once at construction, keeps ``last_epoch`` and ``get_last_lr()``, and warns, as torch
+    does, when ``step()`` comes before ``optimizer.step()``. Subclasses give ``get_lr`` (the
+    recursive form) and, where torch has one, ``_get_closed_form_lr`` (used by ``step(epoch)``).
+    """
 
     _get_lr_called_within_step: bool = False
     _is_initial: bool = False
 
-    def __init__(
-        self,
-        optimizer: Optimizer,
-        last_epoch: int = -1,
-    ) -> None:
+    def __init__(self, optimizer: Optimizer, last_epoch: int = -1) -> None:
         if not isinstance(optimizer, Optimizer):
             raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
         self.optimizer = optimizer
@@ -112,16 +115,18 @@ class LRScheduler:
             for i, group in enumerate(optimizer.param_groups):
                 if "initial_lr" not in group:
                     raise KeyError(
-                        f"param 'initial_lr' is not specified in param_groups[{i}] when resuming scheduler with last_epoch >= 0.\n"
+                        f"param 'initial_lr' is not specified in param_groups[{i}] when "
+                        "resuming scheduler with last_epoch >= 0.\n"
                         "This typically happens when:\n"
-                        "1. You're trying to resume training from a checkpoint but haven't properly loaded the optimizer state\n"
-                        "2. You're using last_epoch >= 0 for a fresh training run (not recommended)"
+                        "1. You're trying to resume training from a checkpoint but haven't "
+                        "properly loaded the optimizer state\n"
+                        "2. You're using last_epoch >= 0 for a fresh training run (not "
+                        "recommended)"
                     )
-        self.base_lrs: list[float | Tensor] = _param_groups_val_list(
-            optimizer, "initial_lr"
-        )
+        self.base_lrs: list[float | Tensor] = _param_groups_val_list(optimizer, "initial_lr")
         self.last_epoch = last_epoch
 
+        # torch's patch: wrap optimizer.step so that step() can tell whether it ran first
         def patch_track_step_called(opt: Optimizer):
             if hasattr(opt.step, "_wrapped_by_lr_sched"):
                 return opt.step
@@ -145,30 +150,35 @@ class LRScheduler:
         self._initial_step()
 
     def _initial_step(self) -> None:
+        """The step every scheduler takes at construction (in ``_initial_mode``)."""
         self._step_count = 0
         with _initial_mode(self):
             self.step()
 
     def state_dict(self) -> dict[str, Any]:
-        return {
-            key: value for key, value in self.__dict__.items() if key != "optimizer"
-        }
+        """The scheduler's attributes except the optimizer, as torch's ``state_dict``."""
+        return {key: value for key, value in self.__dict__.items() if key != "optimizer"}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore the attributes saved by ``state_dict``."""
         self.__dict__.update(state_dict)
 
     def get_last_lr(self) -> list[float | Tensor]:
+        """The learning rates of the param groups after the last ``step()``."""
         return self._last_lr
 
     def get_lr(self) -> list[float | Tensor]:
+        """The learning rates for the current ``last_epoch`` (each scheduler's rule)."""
         raise NotImplementedError
 
     def step(self, epoch: int | None = None) -> None:
+        """Advance one epoch (or jump to ``epoch``, deprecated in torch, by the closed form)
+        and write the new learning rates into the optimizer's param groups."""
         if self._step_count == 1:
             if not hasattr(self.optimizer.step, "_wrapped_by_lr_sched"):
                 warnings.warn(
-                    "Seems like `optimizer.step()` has been overridden after learning rate scheduler "
-                    "initialization. Please, make sure to call `optimizer.step()` before "
+                    "Seems like `optimizer.step()` has been overridden after learning rate "
+                    "scheduler initialization. Please, make sure to call `optimizer.step()` before "
                     "`lr_scheduler.step()`. See more details at "
                     "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate",
                     UserWarning,
@@ -180,8 +190,8 @@ class LRScheduler:
                     "Detected call of `lr_scheduler.step()` before `optimizer.step()`. "
                     "In PyTorch 1.1.0 and later, you should call them in the opposite order: "
                     "`optimizer.step()` before `lr_scheduler.step()`.  Failure to do this "
-                    "will result in PyTorch skipping the first value of the learning rate schedule. "
-                    "See more details at "
+                    "will result in PyTorch skipping the first value of the learning rate "
+                    "schedule. See more details at "
                     "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate",
                     UserWarning,
                     stacklevel=2,
@@ -193,6 +203,7 @@ class LRScheduler:
         self._update_lr(epoch)
 
     def _update_lr(self, epoch: int | None = None) -> None:
+        """Compute the next learning rates and write them into the param groups."""
         with _enable_get_lr_call(self):
             if epoch is None:
                 self.last_epoch += 1
@@ -207,16 +218,14 @@ class LRScheduler:
         for param_group, lr in zip(self.optimizer.param_groups, values, strict=True):
             _update_param_group_val(param_group, "lr", lr)
 
-        self._last_lr: list[float | Tensor] = _param_groups_val_list(
-            self.optimizer, "lr"
-        )
+        self._last_lr: list[float | Tensor] = _param_groups_val_list(self.optimizer, "lr")
 
 
 def _warn_get_lr_called_within_step(lr_scheduler: LRScheduler) -> None:
+    """torch's warning when ``get_lr()`` is called by the user rather than by ``step()``."""
     if not lr_scheduler._get_lr_called_within_step:
         warnings.warn(
-            "To get the last learning rate computed by the scheduler, "
-            "please use `get_last_lr()`.",
+            "To get the last learning rate computed by the scheduler, please use `get_last_lr()`.",
             UserWarning,
             stacklevel=2,
         )
@@ -227,10 +236,12 @@ class _LRScheduler(LRScheduler):
 
 
 class _enable_get_lr_call:
+    """Marks ``get_lr()`` calls made by ``step()`` (they do not warn)."""
+
     def __init__(self, o: LRScheduler) -> None:
         self.o = o
 
-    def __enter__(self) -> Self:
+    def __enter__(self) -> _enable_get_lr_call:
         self.o._get_lr_called_within_step = True
         return self
 
@@ -239,19 +250,56 @@ class _enable_get_lr_call:
 
 
 class _initial_mode:
+    """Marks the step taken at construction (``get_lr`` then keeps the current lr)."""
+
     def __init__(self, o: LRScheduler) -> None:
         self.o = o
 
-    def __enter__(self):
+    def __enter__(self) -> None:
         self.o._is_initial = True
 
-    def __exit__(self, type, value, traceback):
+    def __exit__(self, type, value, traceback) -> None:
         self.o._is_initial = False
 
 
-class LambdaLR(LRScheduler):
-    """``lr = base_lr * lr_lambda(epoch)``."""
+def _lr_lambdas(optimizer: Optimizer, lr_lambda) -> list[Callable[[int], float]]:
+    """One ``lr_lambda`` per param group: a single one is repeated, a list must match."""
+    if not isinstance(lr_lambda, (list, tuple)):
+        return [lr_lambda] * len(optimizer.param_groups)
+    if len(lr_lambda) != len(optimizer.param_groups):
+        raise ValueError(
+            f"Expected {len(optimizer.param_groups)} lr_lambdas, but got {len(lr_lambda)}"
+        )
+    return list(lr_lambda)
 
+
+def _state_dict_with_lambdas(scheduler: LambdaLR | MultiplicativeLR) -> dict[str, Any]:
+    state_dict = {
+        key: value
+        for key, value in scheduler.__dict__.items()
+        if key not in ("optimizer", "lr_lambdas")
+    }
+    state_dict["lr_lambdas"] = [
+        None if isinstance(fn, types.FunctionType) else fn.__dict__.copy()
+        for fn in scheduler.lr_lambdas
+    ]
+    return state_dict
+
+
+def _load_state_dict_with_lambdas(
+    scheduler: LambdaLR | MultiplicativeLR, state_dict: dict[str, Any]
+) -> None:
+    lr_lambdas = state_dict.pop("lr_lambdas")
+    scheduler.__dict__.update(state_dict)
+    state_dict["lr_lambdas"] = lr_lambdas  # torch leaves the caller's dict as it was
+    for fn, saved in zip(scheduler.lr_lambdas, lr_lambdas):
+        if saved is not None:
+            fn.__dict__.update(saved)
+
+
+class LambdaLR(LRScheduler):
+    """``torch.optim.lr_scheduler.LambdaLR``: ``lr = base_lr * lr_lambda(epoch)``, one lambda for
+    all groups or one per group."""
 
     def __init__(
         self,
@@ -260,38 +308,18 @@ class LambdaLR(LRScheduler):
         last_epoch: int = -1,
     ) -> None:
         self.optimizer = optimizer
-
-        self.lr_lambdas: list[Callable[[int], float]]
-        if not isinstance(lr_lambda, list) and not isinstance(lr_lambda, tuple):
-            self.lr_lambdas = [lr_lambda] * len(optimizer.param_groups)
-        else:
-            if len(lr_lambda) != len(optimizer.param_groups):
-                raise ValueError(
-                    f"Expected {len(optimizer.param_groups)} lr_lambdas, but got {len(lr_lambda)}"
-                )
-            self.lr_lambdas = list(lr_lambda)
+        self.lr_lambdas: list[Callable[[int], float]] = _lr_lambdas(optimizer, lr_lambda)
         super().__init__(optimizer, last_epoch)
+
     def state_dict(self) -> dict[str, Any]:
-        state_dict = {
-            key: value
-            for key, value in self.__dict__.items()
-            if key not in ("optimizer", "lr_lambdas")
-        }
-        state_dict["lr_lambdas"] = [None] * len(self.lr_lambdas)
+        """As torch: plain functions and lambdas are saved as None, callable objects as their
+        ``__dict__``."""
+        return _state_dict_with_lambdas(self)
 
-        for idx, fn in enumerate(self.lr_lambdas):
-            if not isinstance(fn, types.FunctionType):
-                state_dict["lr_lambdas"][idx] = fn.__dict__.copy()
-
-        return state_dict
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        lr_lambdas = state_dict.pop("lr_lambdas")
-        self.__dict__.update(state_dict)
-        state_dict["lr_lambdas"] = lr_lambdas
+        """Restore the attributes, and the ``__dict__`` of callable-object lambdas."""
+        _load_state_dict_with_lambdas(self, state_dict)
 
-        for idx, fn in enumerate(lr_lambdas):
-            if fn is not None:
-                self.lr_lambdas[idx].__dict__.update(fn)
     def get_lr(self) -> list[float | Tensor]:
         _warn_get_lr_called_within_step(self)
 
@@ -302,8 +330,8 @@ class LambdaLR(LRScheduler):
 
 
 class MultiplicativeLR(LRScheduler):
-    """``lr *= lr_lambda(epoch)`` at every step after the first."""
-
+    """``torch.optim.lr_scheduler.MultiplicativeLR``: ``lr *= lr_lambda(epoch)`` at every step after
+    the first."""
 
     def __init__(
         self,
@@ -312,71 +340,43 @@ class MultiplicativeLR(LRScheduler):
         last_epoch: int = -1,
     ) -> None:
         self.optimizer = optimizer
-
-        self.lr_lambdas: list[Callable[[int], float]]
-        if not isinstance(lr_lambda, list) and not isinstance(lr_lambda, tuple):
-            self.lr_lambdas = [lr_lambda] * len(optimizer.param_groups)
-        else:
-            if len(lr_lambda) != len(optimizer.param_groups):
-                raise ValueError(
-                    f"Expected {len(optimizer.param_groups)} lr_lambdas, but got {len(lr_lambda)}"
-                )
-            self.lr_lambdas = list(lr_lambda)
+        self.lr_lambdas: list[Callable[[int], float]] = _lr_lambdas(optimizer, lr_lambda)
         for fn in self.lr_lambdas:
             if not callable(fn):
-                raise TypeError(
-                    f"lr_lambda should be a function, but got {type(fn).__name__}"
-                )
+                raise TypeError(f"lr_lambda should be a function, but got {type(fn).__name__}")
         super().__init__(optimizer, last_epoch)
+
     def state_dict(self) -> dict[str, Any]:
-        state_dict = {
-            key: value
-            for key, value in self.__dict__.items()
-            if key not in ("optimizer", "lr_lambdas")
-        }
-        state_dict["lr_lambdas"] = [None] * len(self.lr_lambdas)
+        """As torch: plain functions and lambdas are saved as None, callable objects as their
+        ``__dict__``."""
+        return _state_dict_with_lambdas(self)
 
-        for idx, fn in enumerate(self.lr_lambdas):
-            if not isinstance(fn, types.FunctionType):
-                state_dict["lr_lambdas"][idx] = fn.__dict__.copy()
-
-        return state_dict
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        lr_lambdas = state_dict.pop("lr_lambdas")
-        self.__dict__.update(state_dict)
-        state_dict["lr_lambdas"] = lr_lambdas
+        """Restore the attributes, and the ``__dict__`` of callable-object lambdas."""
+        _load_state_dict_with_lambdas(self, state_dict)
 
-        for idx, fn in enumerate(lr_lambdas):
-            if fn is not None:
-                self.lr_lambdas[idx].__dict__.update(fn)
     def get_lr(self) -> list[float | Tensor]:
         _warn_get_lr_called_within_step(self)
 
         if not self._is_initial:
             return [
                 group["lr"] * lmbda(self.last_epoch)
-                for lmbda, group in zip(
-                    self.lr_lambdas, self.optimizer.param_groups, strict=True
-                )
+                for lmbda, group in zip(self.lr_lambdas, self.optimizer.param_groups, strict=True)
             ]
         else:
             return _param_groups_val_list(self.optimizer, "lr")
 
 
 class StepLR(LRScheduler):
-    """Decay by ``gamma`` every ``step_size`` epochs."""
-
+    """``torch.optim.lr_scheduler.StepLR``: decay by ``gamma`` every ``step_size`` epochs."""
 
     def __init__(
-        self,
-        optimizer: Optimizer,
-        step_size: int,
-        gamma: float = 0.1,
-        last_epoch: int = -1,
+        self, optimizer: Optimizer, step_size: int, gamma: float = 0.1, last_epoch: int = -1
     ) -> None:
         self.step_size = step_size
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
+
     def get_lr(self) -> list[float | Tensor]:
         _warn_get_lr_called_within_step(self)
 
@@ -386,14 +386,13 @@ class StepLR(LRScheduler):
 
     def _get_closed_form_lr(self) -> list[float | Tensor]:
         return [
-            base_lr * self.gamma ** (self.last_epoch // self.step_size)
-            for base_lr in self.base_lrs
+            base_lr * self.gamma ** (self.last_epoch // self.step_size) for base_lr in self.base_lrs
         ]
 
 
 class MultiStepLR(LRScheduler):
-    """Decay by ``gamma`` at each milestone (repeated milestones decay repeatedly)."""
-
+    """``torch.optim.lr_scheduler.MultiStepLR``: decay by ``gamma`` at each milestone (a milestone
+    given twice decays twice)."""
 
     def __init__(
         self,
@@ -405,6 +404,7 @@ class MultiStepLR(LRScheduler):
         self.milestones = Counter(milestones)
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
+
     def get_lr(self) -> list[float | Tensor]:
         _warn_get_lr_called_within_step(self)
 
@@ -415,7 +415,7 @@ class MultiStepLR(LRScheduler):
             for group in self.optimizer.param_groups
         ]
 
-    def _get_closed_form_lr(self):
+    def _get_closed_form_lr(self) -> list[float | Tensor]:
         milestones = sorted(self.milestones.elements())
         return [
             base_lr * self.gamma ** bisect_right(milestones, self.last_epoch)
@@ -424,8 +424,8 @@ class MultiStepLR(LRScheduler):
 
 
 class ConstantLR(LRScheduler):
-    """``lr * factor`` until ``total_iters``, then ``lr``."""
-
+    """``torch.optim.lr_scheduler.ConstantLR``: ``factor * lr`` until ``total_iters``, then
+    ``lr``."""
 
     def __init__(
         self,
@@ -435,13 +435,12 @@ class ConstantLR(LRScheduler):
         last_epoch: int = -1,
     ) -> None:
         if factor > 1.0 or factor < 0:
-            raise ValueError(
-                "Constant multiplicative factor expected to be between 0 and 1."
-            )
+            raise ValueError("Constant multiplicative factor expected to be between 0 and 1.")
 
         self.factor = factor
         self.total_iters = total_iters
         super().__init__(optimizer, last_epoch)
+
     def get_lr(self) -> list[float | Tensor]:
         _warn_get_lr_called_within_step(self)
 
@@ -451,21 +450,18 @@ class ConstantLR(LRScheduler):
         if self.last_epoch != self.total_iters:
             return _param_groups_val_list(self.optimizer, "lr")
 
-        return [
-            group["lr"] * (1.0 / self.factor) for group in self.optimizer.param_groups
-        ]
+        return [group["lr"] * (1.0 / self.factor) for group in self.optimizer.param_groups]
 
-    def _get_closed_form_lr(self):
+    def _get_closed_form_lr(self) -> list[float | Tensor]:
         return [
-            base_lr
-            * (self.factor + (self.last_epoch >= self.total_iters) * (1 - self.factor))
+            base_lr * (self.factor + (self.last_epoch >= self.total_iters) * (1 - self.factor))
             for base_lr in self.base_lrs
         ]
 
 
 class LinearLR(LRScheduler):
-    """A linear ramp of the multiplicative factor from ``start_factor`` to ``end_factor``."""
-
+    """``torch.optim.lr_scheduler.LinearLR``: the factor on ``lr`` ramps linearly from
+    ``start_factor`` to ``end_factor`` over ``total_iters`` steps."""
 
     def __init__(
         self,
@@ -477,25 +473,23 @@ class LinearLR(LRScheduler):
     ) -> None:
         if start_factor > 1.0 or start_factor <= 0:
             raise ValueError(
-                "Starting multiplicative factor expected to be greater than 0 and less or equal to 1."
+                "Starting multiplicative factor expected to be greater than 0 and less or "
+                "equal to 1."
             )
 
         if end_factor > 1.0 or end_factor < 0:
-            raise ValueError(
-                "Ending multiplicative factor expected to be between 0 and 1."
-            )
+            raise ValueError("Ending multiplicative factor expected to be between 0 and 1.")
 
         self.start_factor = start_factor
         self.end_factor = end_factor
         self.total_iters = total_iters
         super().__init__(optimizer, last_epoch)
+
     def get_lr(self) -> list[float | Tensor]:
         _warn_get_lr_called_within_step(self)
 
         if self.last_epoch == 0:
-            return [
-                group["lr"] * self.start_factor for group in self.optimizer.param_groups
-            ]
+            return [group["lr"] * self.start_factor for group in self.optimizer.param_groups]
 
         if self._is_initial or self.last_epoch > self.total_iters:
             return _param_groups_val_list(self.optimizer, "lr")
@@ -513,7 +507,7 @@ class LinearLR(LRScheduler):
             for group in self.optimizer.param_groups
         ]
 
-    def _get_closed_form_lr(self):
+    def _get_closed_form_lr(self) -> list[float | Tensor]:
         return [
             base_lr
             * (
@@ -527,17 +521,12 @@ class LinearLR(LRScheduler):
 
 
 class ExponentialLR(LRScheduler):
-    """Decay by ``gamma`` every epoch."""
+    """``torch.optim.lr_scheduler.ExponentialLR``: decay by ``gamma`` every epoch."""
 
-
-    def __init__(
-        self,
-        optimizer: Optimizer,
-        gamma: float,
-        last_epoch: int = -1,
-    ) -> None:
+    def __init__(self, optimizer: Optimizer, gamma: float, last_epoch: int = -1) -> None:
         self.gamma = gamma
         super().__init__(optimizer, last_epoch)
+
     def get_lr(self) -> list[float | Tensor]:
         _warn_get_lr_called_within_step(self)
 
@@ -545,13 +534,55 @@ class ExponentialLR(LRScheduler):
             return _param_groups_val_list(self.optimizer, "lr")
         return [group["lr"] * self.gamma for group in self.optimizer.param_groups]
 
-    def _get_closed_form_lr(self):
+    def _get_closed_form_lr(self) -> list[float | Tensor]:
         return [base_lr * self.gamma**self.last_epoch for base_lr in self.base_lrs]
 
 
-class SequentialLR(LRScheduler):
-    """Run ``schedulers`` one after another, switching at ``milestones``."""
+def _check_schedulers(name: str, optimizer: Optimizer, schedulers: Sequence[LRScheduler]) -> None:
+    """The checks of ``SequentialLR`` and ``ChainedScheduler``, with torch's messages."""
+    for scheduler_idx, scheduler in enumerate(schedulers):
+        if not hasattr(scheduler, "optimizer"):
+            raise TypeError(
+                f"{name} at index {scheduler_idx} should have `optimizer` as its attribute."
+            )
+        if isinstance(scheduler, ReduceLROnPlateau):
+            raise ValueError(  # noqa: TRY004 (torch's type)
+                f"{name} does not support `ReduceLROnPlateau` scheduler as it "
+                "requires additional kwargs to be specified when calling `step`, "
+                f"but got one at index {scheduler_idx} in the given schedulers sequence."
+            )
+        if optimizer != scheduler.optimizer:
+            raise ValueError(
+                f"{name} expects all schedulers to belong to the same optimizer, but "
+                f"got scheduler {scheduler.__class__.__name__} at index {scheduler_idx} "
+                f"has {scheduler.optimizer}, which is different from "
+                f"{optimizer.__class__.__name__}."
+            )
 
+
+def _state_dict_with_schedulers(scheduler: SequentialLR | ChainedScheduler) -> dict[str, Any]:
+    state_dict = {
+        key: value
+        for key, value in scheduler.__dict__.items()
+        if key not in ("optimizer", "_schedulers")
+    }
+    state_dict["_schedulers"] = [s.state_dict() for s in scheduler._schedulers]
+    return state_dict
+
+
+def _load_state_dict_with_schedulers(
+    scheduler: SequentialLR | ChainedScheduler, state_dict: dict[str, Any]
+) -> None:
+    schedulers = state_dict.pop("_schedulers")
+    scheduler.__dict__.update(state_dict)
+    state_dict["_schedulers"] = schedulers  # torch leaves the caller's dict as it was
+    for inner, saved in zip(scheduler._schedulers, schedulers):
+        inner.load_state_dict(saved)
+
+
+class SequentialLR(LRScheduler):
+    """``torch.optim.lr_scheduler.SequentialLR``: run ``schedulers`` one after another, switching at
+    ``milestones``; the next one starts from its own initial step."""
 
     def __init__(
         self,
@@ -562,32 +593,17 @@ class SequentialLR(LRScheduler):
     ) -> None:
         if len(schedulers) < 1:
             raise ValueError(
-                f"{self.__class__.__name__} expects at least one scheduler, but got no scheduler."
+                f"{type(self).__name__} expects at least one scheduler, but got no scheduler."
             )
 
-        for scheduler_idx, scheduler in enumerate(schedulers):
-            if not hasattr(scheduler, "optimizer"):
-                raise TypeError(
-                    f"{self.__class__.__name__} at index {scheduler_idx} should have `optimizer` as its attribute."
-                )
-            if isinstance(scheduler, ReduceLROnPlateau):
-                raise ValueError(  # noqa: TRY004 (torch's type)
-                    f"{self.__class__.__name__} does not support `ReduceLROnPlateau` scheduler as it "
-                    "requires additional kwargs to be specified when calling `step`, "
-                    f"but got one at index {scheduler_idx} in the given schedulers sequence."
-                )
-            if optimizer != scheduler.optimizer:
-                raise ValueError(
-                    f"{self.__class__.__name__} expects all schedulers to belong to the same optimizer, but "
-                    f"got scheduler {scheduler.__class__.__name__} at index {scheduler_idx} has {scheduler.optimizer}, "
-                    f"which is different from {optimizer.__class__.__name__}."
-                )
+        _check_schedulers(type(self).__name__, optimizer, schedulers)
 
         if len(milestones) != len(schedulers) - 1:
             raise ValueError(
                 "Sequential Schedulers expects number of schedulers provided to be one more "
-                f"than the number of milestone points, but got number of schedulers {len(schedulers)} and the "
-                f"number of milestones to be equal to {len(milestones)}"
+                "than the number of milestone points, but got number of schedulers "
+                f"{len(schedulers)} and the number of milestones to be equal to "
+                f"{len(milestones)}"
             )
         self._schedulers = schedulers
         self._milestones = milestones
@@ -604,7 +620,9 @@ class SequentialLR(LRScheduler):
 
         self._last_lr = schedulers[idx].get_last_lr()
 
-    def recursive_undo(self, sched=None) -> None:
+    def recursive_undo(self, sched: LRScheduler | None = None) -> None:
+        """Take one off ``last_epoch`` of every (nested) scheduler: torch undoes the initial
+        steps the inner schedulers took at their construction."""
         scheds = self if sched is None else sched
 
         if hasattr(scheds, "_schedulers"):
@@ -614,6 +632,8 @@ class SequentialLR(LRScheduler):
             scheds.last_epoch -= 1
 
     def step(self) -> None:
+        """Step the scheduler whose turn it is; at a milestone, the next one restarts from
+        epoch 0."""
         self.last_epoch += 1
         idx = bisect_right(self._milestones, self.last_epoch)
         scheduler = self._schedulers[idx]
@@ -623,41 +643,27 @@ class SequentialLR(LRScheduler):
             scheduler.step()
 
         self._last_lr = scheduler.get_last_lr()
+
     def state_dict(self) -> dict[str, Any]:
-        state_dict = {
-            key: value
-            for key, value in self.__dict__.items()
-            if key not in ("optimizer", "_schedulers")
-        }
-        state_dict["_schedulers"] = [None] * len(self._schedulers)
+        """The attributes, with each inner scheduler's own ``state_dict`` (as torch)."""
+        return _state_dict_with_schedulers(self)
 
-        for idx, s in enumerate(self._schedulers):
-            state_dict["_schedulers"][idx] = s.state_dict()
-
-        return state_dict
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        _schedulers = state_dict.pop("_schedulers")
-        self.__dict__.update(state_dict)
-        state_dict["_schedulers"] = _schedulers
-
-        for idx, s in enumerate(_schedulers):
-            self._schedulers[idx].load_state_dict(s)
+        """Restore the attributes and each inner scheduler's state."""
+        _load_state_dict_with_schedulers(self, state_dict)
 
 
 class PolynomialLR(LRScheduler):
-    """Polynomial decay to zero over ``total_iters`` with exponent ``power``."""
-
+    """``torch.optim.lr_scheduler.PolynomialLR``: polynomial decay to zero over ``total_iters`` with
+    exponent ``power``."""
 
     def __init__(
-        self,
-        optimizer: Optimizer,
-        total_iters: int = 5,
-        power: float = 1.0,
-        last_epoch: int = -1,
+        self, optimizer: Optimizer, total_iters: int = 5, power: float = 1.0, last_epoch: int = -1
     ) -> None:
         self.total_iters = total_iters
         self.power = power
         super().__init__(optimizer, last_epoch)
+
     def get_lr(self) -> list[float | Tensor]:
         _warn_get_lr_called_within_step(self)
 
@@ -674,27 +680,24 @@ class PolynomialLR(LRScheduler):
         return [
             (
                 base_lr
-                * (1.0 - min(self.total_iters, self.last_epoch) / self.total_iters)
-                ** self.power
+                * (1.0 - min(self.total_iters, self.last_epoch) / self.total_iters) ** self.power
             )
             for base_lr in self.base_lrs
         ]
 
 
 class CosineAnnealingLR(LRScheduler):
-    """Cosine annealing from ``base_lr`` to ``eta_min`` over ``T_max`` (recursive form)."""
-
+    """``torch.optim.lr_scheduler.CosineAnnealingLR``: cosine annealing from ``base_lr`` to
+    ``eta_min`` over ``T_max`` steps, in torch's recursive form (and closed form for
+    ``step(epoch)``)."""
 
     def __init__(
-        self,
-        optimizer: Optimizer,
-        T_max: int,
-        eta_min: float = 0.0,
-        last_epoch: int = -1,
+        self, optimizer: Optimizer, T_max: int, eta_min: float = 0.0, last_epoch: int = -1
     ) -> None:
         self.T_max = T_max
         self.eta_min = eta_min
         super().__init__(optimizer, last_epoch)
+
     def get_lr(self) -> list[float | Tensor]:
         _warn_get_lr_called_within_step(self)
 
@@ -706,17 +709,12 @@ class CosineAnnealingLR(LRScheduler):
                 + (base_lr - self.eta_min)
                 * (1 + math.cos((self.last_epoch) * math.pi / self.T_max))
                 / 2
-                for base_lr, group in zip(
-                    self.base_lrs, self.optimizer.param_groups, strict=True
-                )
+                for base_lr, group in zip(self.base_lrs, self.optimizer.param_groups, strict=True)
             ]
         elif (self.last_epoch - 1 - self.T_max) % (2 * self.T_max) == 0:
             return [
-                group["lr"]
-                + (base_lr - self.eta_min) * (1 - math.cos(math.pi / self.T_max)) / 2
-                for base_lr, group in zip(
-                    self.base_lrs, self.optimizer.param_groups, strict=True
-                )
+                group["lr"] + (base_lr - self.eta_min) * (1 - math.cos(math.pi / self.T_max)) / 2
+                for base_lr, group in zip(self.base_lrs, self.optimizer.param_groups, strict=True)
             ]
         return [
             (1 + math.cos(math.pi * self.last_epoch / self.T_max))
@@ -729,75 +727,49 @@ class CosineAnnealingLR(LRScheduler):
     def _get_closed_form_lr(self) -> list[float | Tensor]:
         return [
             self.eta_min
-            + (base_lr - self.eta_min)
-            * (1 + math.cos(math.pi * self.last_epoch / self.T_max))
-            / 2
+            + (base_lr - self.eta_min) * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
             for base_lr in self.base_lrs
         ]
 
 
 class ChainedScheduler(LRScheduler):
-    """Step every scheduler in ``schedulers`` on each ``step()``; their factors compose."""
-
+    """``torch.optim.lr_scheduler.ChainedScheduler``: step every scheduler in ``schedulers`` on each
+    ``step()``, so their factors compose."""
 
     def __init__(
         self, schedulers: Sequence[LRScheduler], optimizer: Optimizer | None = None
     ) -> None:
         if len(schedulers) < 1:
             raise ValueError(
-                f"{self.__class__.__name__} expects at least one scheduler to be chained, but got no scheduler."
+                f"{type(self).__name__} expects at least one scheduler to be chained, but got "
+                "no scheduler."
             )
 
         optimizer = optimizer or schedulers[0].optimizer
-        for scheduler_idx, scheduler in enumerate(schedulers):
-            if not hasattr(scheduler, "optimizer"):
-                raise TypeError(
-                    f"{self.__class__.__name__} at index {scheduler_idx} should have `optimizer` as its attribute."
-                )
-            if isinstance(scheduler, ReduceLROnPlateau):
-                raise ValueError(  # noqa: TRY004 (torch's type)
-                    f"{self.__class__.__name__} does not support `ReduceLROnPlateau` scheduler as it "
-                    "requires additional kwargs to be specified when calling `step`, "
-                    f"but got one at index {scheduler_idx} in the given schedulers sequence."
-                )
-            if optimizer != scheduler.optimizer:
-                raise ValueError(
-                    f"{self.__class__.__name__} expects all schedulers to belong to the same optimizer, but "
-                    f"got scheduler {scheduler.__class__.__name__} at index {scheduler_idx} has {scheduler.optimizer}, "
-                    f"which is different from {optimizer.__class__.__name__}."
-                )
+        _check_schedulers(type(self).__name__, optimizer, schedulers)
         self._schedulers = schedulers
         self.optimizer = optimizer
         self._last_lr = _param_groups_val_list(self._schedulers[-1].optimizer, "lr")
 
     def step(self) -> None:
+        """Step every scheduler, in order."""
         for scheduler in self._schedulers:
             scheduler.step()
         self._last_lr = _param_groups_val_list(self._schedulers[-1].optimizer, "lr")
+
     def state_dict(self) -> dict[str, Any]:
-        state_dict = {
-            key: value
-            for key, value in self.__dict__.items()
-            if key not in ("optimizer", "_schedulers")
-        }
-        state_dict["_schedulers"] = [None] * len(self._schedulers)
+        """The attributes, with each inner scheduler's own ``state_dict`` (as torch)."""
+        return _state_dict_with_schedulers(self)
 
-        for idx, s in enumerate(self._schedulers):
-            state_dict["_schedulers"][idx] = s.state_dict()
-
-        return state_dict
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        _schedulers = state_dict.pop("_schedulers")
-        self.__dict__.update(state_dict)
-        state_dict["_schedulers"] = _schedulers
-
-        for idx, s in enumerate(_schedulers):
-            self._schedulers[idx].load_state_dict(s)
+        """Restore the attributes and each inner scheduler's state."""
+        _load_state_dict_with_schedulers(self, state_dict)
 
 
 class ReduceLROnPlateau(LRScheduler):
-    """Reduce the lr by ``factor`` when ``step(metric)`` stops improving for ``patience``."""
-
+    """``torch.optim.lr_scheduler.ReduceLROnPlateau``: multiply the lr by ``factor`` when
+    ``step(metrics)`` has not improved for more than ``patience`` epochs, then wait ``cooldown``
+    epochs."""
 
     def __init__(
         self,
@@ -835,9 +807,7 @@ class ReduceLROnPlateau(LRScheduler):
         self.eps = eps
         self.last_epoch = 0
         self._last_lr = _param_groups_val_list(self.optimizer, "lr")
-        self._init_is_better(
-            mode=mode, threshold=threshold, threshold_mode=threshold_mode
-        )
+        self._init_is_better(mode=mode, threshold=threshold, threshold_mode=threshold_mode)
         self._reset()
 
     def _reset(self) -> None:
@@ -845,7 +815,8 @@ class ReduceLROnPlateau(LRScheduler):
         self.cooldown_counter = 0
         self.num_bad_epochs = 0
 
-    def step(self, metrics: SupportsFloat, epoch=None) -> None:
+    def step(self, metrics: SupportsFloat, epoch: int | None = None) -> None:
+        """Record ``metrics`` for this epoch and reduce the lr after ``patience`` bad epochs."""
         current = float(metrics)
         if epoch is None:
             epoch = self.last_epoch + 1
@@ -870,7 +841,7 @@ class ReduceLROnPlateau(LRScheduler):
 
         self._last_lr = _param_groups_val_list(self.optimizer, "lr")
 
-    def _reduce_lr(self, epoch) -> None:
+    def _reduce_lr(self, epoch: int) -> None:
         if len(self.optimizer.param_groups) != len(self.min_lrs):
             if self.default_min_lr is None:
                 raise RuntimeError(
@@ -892,10 +863,11 @@ class ReduceLROnPlateau(LRScheduler):
                 _update_param_group_val(param_group, "lr", new_lr)
 
     @property
-    def in_cooldown(self):
+    def in_cooldown(self) -> bool:
+        """Whether the scheduler is waiting out ``cooldown`` after a reduction."""
         return self.cooldown_counter > 0
 
-    def _is_better(self, a, best):
+    def _is_better(self, a: float, best: float) -> bool:
         if self.mode == "min" and self.threshold_mode == "rel":
             rel_epsilon = 1.0 - self.threshold
             return a < best * rel_epsilon
@@ -910,7 +882,7 @@ class ReduceLROnPlateau(LRScheduler):
         else:  # mode == 'max' and epsilon_mode == 'abs':
             return a > best + self.threshold
 
-    def _init_is_better(self, mode, threshold, threshold_mode) -> None:
+    def _init_is_better(self, mode: str, threshold: float, threshold_mode: str) -> None:
         if mode not in {"min", "max"}:
             raise ValueError("mode " + mode + " is unknown!")
         if threshold_mode not in {"rel", "abs"}:
@@ -924,6 +896,7 @@ class ReduceLROnPlateau(LRScheduler):
         self.mode = mode
         self.threshold = threshold
         self.threshold_mode = threshold_mode
+
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         self.__dict__.update(state_dict)
         self._init_is_better(
@@ -932,8 +905,8 @@ class ReduceLROnPlateau(LRScheduler):
 
 
 class CyclicLR(LRScheduler):
-    """Cyclical learning rates (Smith 2017) with momentum cycled inversely."""
-
+    """``torch.optim.lr_scheduler.CyclicLR``: cyclical learning rates (Smith 2017) between
+    ``base_lr`` and ``max_lr``, with momentum (or Adam's beta1) cycled inversely."""
 
     def __init__(
         self,
@@ -963,9 +936,7 @@ class CyclicLR(LRScheduler):
         self.max_lrs = _format_param("max_lr", optimizer, max_lr)
 
         step_size_up = float(step_size_up)
-        step_size_down = (
-            float(step_size_down) if step_size_down is not None else step_size_up
-        )
+        step_size_down = float(step_size_down) if step_size_down is not None else step_size_up
         self.total_size = step_size_up + step_size_down
         self.step_ratio = step_size_up / self.total_size
 
@@ -982,25 +953,17 @@ class CyclicLR(LRScheduler):
 
         self.cycle_momentum = cycle_momentum
         if cycle_momentum:
-            if (
-                "momentum" not in optimizer.defaults
-                and "betas" not in optimizer.defaults
-            ):
+            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
                 raise ValueError(
                     "optimizer must support momentum or beta1 with `cycle_momentum` option enabled"
                 )
 
             self.use_beta1 = "betas" in self.optimizer.defaults
-            self.base_momentums = _format_param(
-                "base_momentum", optimizer, base_momentum
-            )
+            self.base_momentums = _format_param("base_momentum", optimizer, base_momentum)
             self.max_momentums = _format_param("max_momentum", optimizer, max_momentum)
             if last_epoch == -1:
                 for m_momentum, b_momentum, group in zip(
-                    self.max_momentums,
-                    self.base_momentums,
-                    optimizer.param_groups,
-                    strict=True,
+                    self.max_momentums, self.base_momentums, optimizer.param_groups, strict=True
                 ):
                     if self.use_beta1:
                         group["betas"] = (m_momentum, *group["betas"][1:])
@@ -1025,7 +988,8 @@ class CyclicLR(LRScheduler):
             self._scale_fn_ref = partial(self._exp_range_scale_fn, self.gamma)
             self.scale_mode = "iterations"
 
-    def scale_fn(self, x) -> float:
+    def scale_fn(self, x: float) -> float:
+        """The amplitude scale at cycle (or iteration) ``x``: the mode's, or the user's."""
         if self._scale_fn_custom is not None:
             return self._scale_fn_custom(x)
         else:
@@ -1042,6 +1006,7 @@ class CyclicLR(LRScheduler):
     @staticmethod
     def _exp_range_scale_fn(gamma: float, x: float) -> float:
         return gamma**x
+
     def get_lr(self) -> list[float | Tensor]:
         _warn_get_lr_called_within_step(self)
 
@@ -1070,19 +1035,16 @@ class CyclicLR(LRScheduler):
                 if self.scale_mode == "cycle":
                     momentum = max_momentum - base_height * self.scale_fn(cycle)
                 else:
-                    momentum = max_momentum - base_height * self.scale_fn(
-                        self.last_epoch
-                    )
+                    momentum = max_momentum - base_height * self.scale_fn(self.last_epoch)
                 momentums.append(momentum)
-            for param_group, momentum in zip(
-                self.optimizer.param_groups, momentums, strict=True
-            ):
+            for param_group, momentum in zip(self.optimizer.param_groups, momentums, strict=True):
                 if self.use_beta1:
                     param_group["betas"] = (momentum, *param_group["betas"][1:])
                 else:
                     param_group["momentum"] = momentum
 
         return lrs
+
     def state_dict(self) -> dict[str, Any]:
         state = super().state_dict()
         state.pop("_scale_fn_ref", None)
@@ -1092,6 +1054,7 @@ class CyclicLR(LRScheduler):
             state["_scale_fn_custom"] = fn.__dict__.copy()
 
         return state
+
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         fn = state_dict.pop("_scale_fn_custom")
         super().load_state_dict(state_dict)
@@ -1101,8 +1064,8 @@ class CyclicLR(LRScheduler):
 
 
 class CosineAnnealingWarmRestarts(LRScheduler):
-    """SGDR: cosine annealing restarted every ``T_i`` epochs (``T_i *= T_mult``)."""
-
+    """``torch.optim.lr_scheduler.CosineAnnealingWarmRestarts``: SGDR, cosine annealing restarted
+    every ``T_i`` epochs (``T_i *= T_mult`` at each restart)."""
 
     def __init__(
         self,
@@ -1126,17 +1089,19 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         self.eta_min = eta_min
         self.T_cur = last_epoch
         super().__init__(optimizer, last_epoch)
+
     def get_lr(self) -> list[float | Tensor]:
         _warn_get_lr_called_within_step(self)
 
         return [
             self.eta_min
-            + (base_lr - self.eta_min)
-            * (1 + math.cos(math.pi * self.T_cur / self.T_i))
-            / 2
+            + (base_lr - self.eta_min) * (1 + math.cos(math.pi * self.T_cur / self.T_i)) / 2
             for base_lr in self.base_lrs
         ]
-    def step(self, epoch=None) -> None:
+
+    def step(self, epoch: float | None = None) -> None:
+        """Advance one step, or jump to ``epoch`` (a float may point inside an epoch, as in
+        torch's per-batch use ``scheduler.step(epoch + i / iters)``)."""
         if epoch is None and self.last_epoch < 0:
             epoch = 0
 
@@ -1153,14 +1118,8 @@ class CosineAnnealingWarmRestarts(LRScheduler):
                 if self.T_mult == 1:
                     self.T_cur = epoch % self.T_0
                 else:
-                    n = int(
-                        math.log(
-                            (epoch / self.T_0 * (self.T_mult - 1) + 1), self.T_mult
-                        )
-                    )
-                    self.T_cur = epoch - self.T_0 * (self.T_mult**n - 1) / (
-                        self.T_mult - 1
-                    )
+                    n = int(math.log((epoch / self.T_0 * (self.T_mult - 1) + 1), self.T_mult))
+                    self.T_cur = epoch - self.T_0 * (self.T_mult**n - 1) / (self.T_mult - 1)
                     self.T_i = self.T_0 * self.T_mult ** (n)
             else:
                 self.T_i = self.T_0
@@ -1168,9 +1127,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         self.last_epoch = math.floor(epoch)
 
         with _enable_get_lr_call(self):
-            for param_group, lr in zip(
-                self.optimizer.param_groups, self.get_lr(), strict=True
-            ):
+            for param_group, lr in zip(self.optimizer.param_groups, self.get_lr(), strict=True):
                 _update_param_group_val(param_group, "lr", lr)
 
         self._last_lr = _param_groups_val_list(self.optimizer, "lr")
@@ -1185,8 +1142,8 @@ class _SchedulePhase(TypedDict):
 
 
 class OneCycleLR(LRScheduler):
-    """The 1cycle policy (Smith 2018): warm up to ``max_lr``, then anneal below the start."""
-
+    """``torch.optim.lr_scheduler.OneCycleLR``: the 1cycle policy (Smith 2018), warm up to
+    ``max_lr`` then anneal far below the start, with momentum cycled inversely."""
 
     def __init__(
         self,
@@ -1211,9 +1168,7 @@ class OneCycleLR(LRScheduler):
 
         if total_steps is not None:
             if total_steps <= 0 or not isinstance(total_steps, int):
-                raise ValueError(
-                    f"Expected positive integer total_steps, but got {total_steps}"
-                )
+                raise ValueError(f"Expected positive integer total_steps, but got {total_steps}")
             self.total_steps = total_steps
         elif epochs is not None and steps_per_epoch is not None:
             if not isinstance(epochs, int) or epochs <= 0:
@@ -1224,9 +1179,7 @@ class OneCycleLR(LRScheduler):
                 )
             self.total_steps = epochs * steps_per_epoch
         else:
-            raise ValueError(
-                "You must define either total_steps OR (epochs AND steps_per_epoch)"
-            )
+            raise ValueError("You must define either total_steps OR (epochs AND steps_per_epoch)")
 
         self._schedule_phases: list[_SchedulePhase]
         if three_phase:
@@ -1272,9 +1225,7 @@ class OneCycleLR(LRScheduler):
             ]
 
         if pct_start < 0 or pct_start > 1 or not isinstance(pct_start, float):
-            raise ValueError(
-                f"Expected float between 0 and 1 pct_start, but got {pct_start}"
-            )
+            raise ValueError(f"Expected float between 0 and 1 pct_start, but got {pct_start}")
 
         if anneal_strategy not in ["cos", "linear"]:
             raise ValueError(
@@ -1292,10 +1243,7 @@ class OneCycleLR(LRScheduler):
 
         self.cycle_momentum = cycle_momentum
         if self.cycle_momentum:
-            if (
-                "momentum" not in self.optimizer.defaults
-                and "betas" not in self.optimizer.defaults
-            ):
+            if "momentum" not in self.optimizer.defaults and "betas" not in self.optimizer.defaults:
                 raise ValueError(
                     "optimizer must support momentum or beta1 with `cycle_momentum` option enabled"
                 )
@@ -1315,7 +1263,7 @@ class OneCycleLR(LRScheduler):
 
         super().__init__(optimizer, last_epoch)
 
-    def _anneal_func(self, *args, **kwargs):
+    def _anneal_func(self, *args, **kwargs) -> float:
         if hasattr(self, "_anneal_func_type"):
             if self._anneal_func_type == "cos":
                 return self._annealing_cos(*args, **kwargs)
@@ -1327,13 +1275,14 @@ class OneCycleLR(LRScheduler):
             return self.anneal_func(*args, **kwargs)
 
     @staticmethod
-    def _annealing_cos(start, end, pct):
+    def _annealing_cos(start: float, end: float, pct: float) -> float:
         cos_out = math.cos(math.pi * pct) + 1
         return end + (start - end) / 2.0 * cos_out
 
     @staticmethod
-    def _annealing_linear(start, end, pct):
+    def _annealing_linear(start: float, end: float, pct: float) -> float:
         return (end - start) * pct + start
+
     def get_lr(self) -> list[float | Tensor]:
         _warn_get_lr_called_within_step(self)
 
@@ -1342,7 +1291,8 @@ class OneCycleLR(LRScheduler):
 
         if step_num > self.total_steps:
             raise ValueError(
-                f"Tried to step {step_num} times. The specified number of total steps is {self.total_steps}"
+                f"Tried to step {step_num} times. The specified number of total steps is "
+                f"{self.total_steps}"
             )
 
         for group in self.optimizer.param_groups:
@@ -1356,9 +1306,7 @@ class OneCycleLR(LRScheduler):
                     )
                     if self.cycle_momentum:
                         computed_momentum = self._anneal_func(
-                            group[phase["start_momentum"]],
-                            group[phase["end_momentum"]],
-                            pct,
+                            group[phase["start_momentum"]], group[phase["end_momentum"]], pct
                         )
                     break
                 start_step = phase["end_step"]
@@ -1371,4 +1319,3 @@ class OneCycleLR(LRScheduler):
                     group["momentum"] = computed_momentum
 
         return lrs
-

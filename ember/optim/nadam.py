@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import numpy as np
-
+from .._backend import xp_of
 from .adam import _check_betas
 from .optimizer import (
     Optimizer,
-    _bump,
     _check_lr,
     _check_unsupported,
     _lerp_,
     _scalar_state,
-    _to_scalar,
     _zeros_like,
 )
 
@@ -48,55 +45,30 @@ class NAdam(Optimizer):
             group.setdefault("differentiable", False)
             group.setdefault("decoupled_weight_decay", False)
 
-    def step(self, closure=None):
-        """Perform a single optimization step; returns ``closure()``'s loss if given."""
-        loss = self._eval_closure(closure)
-        for group in self.param_groups:
-            lr = _to_scalar(group["lr"])
-            beta1, beta2 = group["betas"]
-            eps = group["eps"]
-            weight_decay = group["weight_decay"]
-            momentum_decay = group["momentum_decay"]
-            decoupled = group["decoupled_weight_decay"]
-            maximize = group["maximize"]
-            for p in group["params"]:
-                if p._grad is None:
-                    continue
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _scalar_state()
-                    state["mu_product"] = _scalar_state(1.0)
-                    state["exp_avg"] = _zeros_like(p)
-                    state["exp_avg_sq"] = _zeros_like(p)
-                step_t = state["step"]._data
-                step_t += 1
-                step = float(step_t)
-                bias_correction2 = 1 - beta2 ** step
-                d = p._data
-                g = p._grad._data
-                if maximize:
-                    g = -g
-                if weight_decay != 0:
-                    if decoupled:
-                        d *= 1 - lr * weight_decay
-                    else:
-                        g = g + weight_decay * d
-                mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * momentum_decay)))
-                mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * momentum_decay)))
-                mu_product_t = state["mu_product"]._data
-                mu_product_t *= mu  # a float32 product, as torch's 0-d state tensor
-                mu_product = float(mu_product_t)
+    def _init_state(self, state, p, group) -> None:
+        state["step"] = _scalar_state()
+        state["mu_product"] = _scalar_state(1.0)
+        state["exp_avg"] = _zeros_like(p)
+        state["exp_avg_sq"] = _zeros_like(p)
 
-                m = state["exp_avg"]._data
-                v = state["exp_avg_sq"]._data
-                _lerp_(m, g, 1 - beta1)
-                v *= beta2
-                v += (1 - beta2) * g * g
-                denom = v / bias_correction2
-                np.sqrt(denom, out=denom)
-                denom += eps
-                mu_product_next = mu_product * mu_next
-                d += (-lr * (1.0 - mu) / (1.0 - mu_product)) * g / denom
-                d += ((-lr * mu_next) / (1.0 - mu_product_next)) * m / denom
-                _bump(p)
-        return loss
+    def _update(self, d, g, state, group, lr, step) -> None:
+        beta1, beta2 = group["betas"]
+        momentum_decay = group["momentum_decay"]
+        bias_correction2 = 1 - beta2 ** step
+        mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * momentum_decay)))
+        mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * momentum_decay)))
+        mu_product_t = state["mu_product"]._data
+        mu_product_t *= mu  # a float32 product, as torch's 0-d state tensor
+        mu_product = float(mu_product_t)
+
+        m = state["exp_avg"]._data
+        v = state["exp_avg_sq"]._data
+        _lerp_(m, g, 1 - beta1)
+        v *= beta2
+        v += (1 - beta2) * g * g
+        denom = v / bias_correction2
+        xp_of(d).sqrt(denom, out=denom)
+        denom += group["eps"]
+        mu_product_next = mu_product * mu_next
+        d += (-lr * (1.0 - mu) / (1.0 - mu_product)) * g / denom
+        d += ((-lr * mu_next) / (1.0 - mu_product_next)) * m / denom

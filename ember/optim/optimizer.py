@@ -2,8 +2,12 @@
 
 Param groups, ``add_param_group``, ``zero_grad``, step hooks and ``state_dict`` /
 ``load_state_dict`` in torch's format (state keyed by parameter index; ``step`` kept as a 0-d
-tensor, as torch does). Subclasses update ``p._data`` in place with NumPy: the arithmetic of an
-update never records autograd history, so no graph is built and no per-op overhead is paid.
+tensor, as torch does). ``step`` is the loop torch's ``_single_tensor_*`` functions share: for
+each param group and each parameter with a gradient it fills the state, counts the step, applies
+``maximize`` and (coupled or decoupled) ``weight_decay``, then calls the rule's ``_update``, so a
+rule's file states only its update. Updates change ``p._data`` in place with the array's own
+module (``xp_of``): the arithmetic never records autograd history, so no graph is built and no
+per-op overhead is paid.
 """
 
 from __future__ import annotations
@@ -16,9 +20,8 @@ from copy import deepcopy
 from itertools import chain
 from typing import Any
 
-import numpy as np
-
 from .._backend import dtypes as _dt
+from .._backend import host, xp_of
 from .._tensor import Tensor, _make
 from ..autograd import enable_grad
 from ..utils.hooks import HookDict, add_hook
@@ -72,26 +75,31 @@ def _to_scalar(x):
     return x
 
 
-def _scalar_np_dtype():
+def _scalar_host_dtype():
     """The dtype of ``state['step']`` and other scalar state (torch's ``_get_scalar_dtype``)."""
-    return np.float64 if _dt.get_default_dtype() is _dt.float64 else np.float32
+    return host.float64 if _dt.get_default_dtype() is _dt.float64 else host.float32
 
 
 def _scalar_state(value: float = 0.0) -> Tensor:
-    """A 0-d tensor of the scalar-state dtype, like ``torch.tensor(0.0, dtype=...)``."""
-    return _make(np.array(value, dtype=_scalar_np_dtype()))
+    """A 0-d tensor of the scalar-state dtype, like ``torch.tensor(0.0, dtype=...)``.
+
+    It lives on the host whatever the parameters' device, as torch keeps ``step`` on the CPU
+    unless ``capturable``.
+    """
+    return _make(host.array(value, dtype=_scalar_host_dtype()))
 
 
 def _zeros_like(p: Tensor) -> Tensor:
-    return _make(np.zeros_like(p._data))
+    """A zero state tensor of ``p``'s shape, dtype and device (``torch.zeros_like``)."""
+    return _make(xp_of(p._data).zeros_like(p._data))
 
 
-def _lerp_(a: np.ndarray, b: np.ndarray, w: float) -> None:
+def _lerp_(a, b, w: float) -> None:
     """``a.lerp_(b, w)`` in place, with torch's two formulas (exact at both ends)."""
     if w < 0.5:
         a += w * (b - a)
     else:
-        np.subtract(b, (b - a) * (1 - w), out=a)
+        xp_of(a).subtract(b, (b - a) * (1 - w), out=a)
 
 
 def _bump(p: Tensor) -> None:
@@ -246,11 +254,13 @@ class Optimizer:
     @staticmethod
     def _process_value_according_to_param_policy(param: Tensor, value: Tensor, param_id,
                                                  param_groups, key=None) -> Tensor:
+        """torch's policy: ``step`` stays as saved; other state moves to the parameter's device,
+        and to its dtype when the parameter is floating point."""
         if key == "step":
             return value
         if param.is_floating_point():
-            return value.to(dtype=param.dtype)
-        return value
+            return value.to(dtype=param.dtype, device=param.device)
+        return value.to(device=param.device)
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Load a ``state_dict()``: the saved param indices map, in order, onto this
@@ -323,9 +333,70 @@ class Optimizer:
                         g.requires_grad_(False)
                     g.zero_()
 
+    # ---- the shared step -------------------------------------------------------------------
+
+    @_wrap_step
     def step(self, closure=None):
-        """Perform a single optimization step (subclasses implement it)."""
-        raise NotImplementedError
+        """Perform a single optimization step; returns ``closure()``'s loss if given.
+
+        Walks the param groups and their parameters that have a gradient, as torch's
+        ``_single_tensor_*`` functions do: fills an empty state (``_init_state``), adds one to
+        ``state['step']`` where the rule keeps one, negates the gradient for ``maximize``,
+        applies ``weight_decay`` (``p *= 1 - lr * wd`` when the group has
+        ``decoupled_weight_decay``, else ``grad + wd * p``), then lets the rule's ``_update``
+        change the parameter in place. A subclass that is not such a rule overrides ``step``.
+        """
+        loss = self._eval_closure(closure)
+        all_state = self.state
+        for group in self.param_groups:
+            lr = _to_scalar(group["lr"])
+            weight_decay = _to_scalar(group.get("weight_decay", 0))
+            decoupled = group.get("decoupled_weight_decay", False)
+            maximize = group.get("maximize", False)
+            stateful = self._has_state(group)
+            for p in group["params"]:
+                if p._grad is None:
+                    continue
+                state = None
+                step = None
+                if stateful:
+                    state = all_state[p]
+                    if not state:
+                        self._init_state(state, p, group)
+                    step_t = state.get("step")
+                    if step_t is not None:
+                        step_t = step_t._data
+                        step_t += 1
+                        step = float(step_t)
+                d = p._data
+                g = p._grad._data
+                if maximize:
+                    g = -g
+                if weight_decay != 0:
+                    if decoupled:
+                        d *= 1 - lr * weight_decay
+                    else:
+                        g = g + weight_decay * d
+                self._update(d, g, state, group, lr, step)
+                _bump(p)
+        return loss
+
+    def _has_state(self, group: dict[str, Any]) -> bool:
+        """Whether the rule keeps per-parameter state for this group (SGD without momentum
+        keeps none, and torch then leaves ``state`` empty)."""
+        return True
+
+    def _init_state(self, state: dict[str, Any], p: Tensor, group: dict[str, Any]) -> None:
+        """Fill the empty ``state`` of ``p`` (torch's ``_init_group``), e.g. ``step`` and the
+        moment buffers."""
+
+    def _update(self, d, g, state: dict[str, Any] | None, group: dict[str, Any], lr: float,
+                step: float | None) -> None:
+        """The rule: change the parameter's array ``d`` in place from its gradient array ``g``
+        (already negated for ``maximize`` and with coupled weight decay added). ``state`` is
+        the parameter's state, ``step`` the new step count as a float (None when the rule
+        counts no steps)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement step() or _update()")
 
     def add_param_group(self, param_group: dict[str, Any]) -> None:
         """Add a group of parameters with its own options (missing ones from ``defaults``)."""
@@ -421,7 +492,8 @@ def _check_lr(lr) -> None:
 
 def _check_unsupported(name: str, differentiable: bool = False, capturable: bool = False,
                        fused: bool | None = None) -> None:
-    """ember's updates are NumPy in place: no graph through the step, no CUDA graphs."""
+    """ember's updates are raw arrays changed in place: no graph through the step, no CUDA
+    graphs."""
     if differentiable:
         raise NotImplementedError(f"{name}: differentiable=True is not supported by ember")
     if capturable:

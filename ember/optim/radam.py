@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import numpy as np
-
+from .._backend import xp_of
 from .adam import _check_betas
 from .optimizer import (
     Optimizer,
-    _bump,
     _check_lr,
     _check_unsupported,
     _lerp_,
     _scalar_state,
-    _to_scalar,
     _zeros_like,
 )
 
@@ -44,56 +41,32 @@ class RAdam(Optimizer):
             group.setdefault("decoupled_weight_decay", False)
             group.setdefault("capturable", False)
 
-    def step(self, closure=None):
-        """Perform a single optimization step; returns ``closure()``'s loss if given."""
-        loss = self._eval_closure(closure)
-        for group in self.param_groups:
-            lr = _to_scalar(group["lr"])
-            beta1, beta2 = group["betas"]
-            eps = group["eps"]
-            weight_decay = group["weight_decay"]
-            decoupled = group["decoupled_weight_decay"]
-            maximize = group["maximize"]
-            for p in group["params"]:
-                if p._grad is None:
-                    continue
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _scalar_state()
-                    state["exp_avg"] = _zeros_like(p)
-                    state["exp_avg_sq"] = _zeros_like(p)
-                step_t = state["step"]._data
-                step_t += 1
-                step = float(step_t)
-                d = p._data
-                g = p._grad._data
-                if maximize:
-                    g = -g
-                if weight_decay != 0:
-                    if decoupled:
-                        d *= 1 - lr * weight_decay
-                    else:
-                        g = g + weight_decay * d
-                m = state["exp_avg"]._data
-                v = state["exp_avg_sq"]._data
-                _lerp_(m, g, 1 - beta1)
-                v *= beta2
-                v += (1 - beta2) * g * g
+    def _init_state(self, state, p, group) -> None:
+        state["step"] = _scalar_state()
+        state["exp_avg"] = _zeros_like(p)
+        state["exp_avg_sq"] = _zeros_like(p)
 
-                bias_correction1 = 1 - beta1 ** step
-                bias_correction2 = 1 - beta2 ** step
-                update = m / bias_correction1
-                rho_inf = 2 / (1 - beta2) - 1
-                rho_t = rho_inf - 2 * step * (beta2 ** step) / bias_correction2
-                update *= lr
-                if rho_t > 5.0:
-                    rect = ((rho_t - 4) * (rho_t - 2) * rho_inf
-                            / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
-                    adaptive = np.sqrt(v)
-                    adaptive += eps
-                    np.divide(bias_correction2 ** 0.5, adaptive, out=adaptive)
-                    update *= adaptive
-                    update *= rect
-                d -= update
-                _bump(p)
-        return loss
+    def _update(self, d, g, state, group, lr, step) -> None:
+        beta1, beta2 = group["betas"]
+        m = state["exp_avg"]._data
+        v = state["exp_avg_sq"]._data
+        _lerp_(m, g, 1 - beta1)
+        v *= beta2
+        v += (1 - beta2) * g * g
+
+        bias_correction1 = 1 - beta1 ** step
+        bias_correction2 = 1 - beta2 ** step
+        update = m / bias_correction1
+        rho_inf = 2 / (1 - beta2) - 1
+        rho_t = rho_inf - 2 * step * (beta2 ** step) / bias_correction2
+        update *= lr
+        if rho_t > 5.0:
+            xp = xp_of(d)
+            rect = ((rho_t - 4) * (rho_t - 2) * rho_inf
+                    / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
+            adaptive = xp.sqrt(v)
+            adaptive += group["eps"]
+            xp.divide(bias_correction2 ** 0.5, adaptive, out=adaptive)
+            update *= adaptive
+            update *= rect
+        d -= update

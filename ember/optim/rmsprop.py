@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import numpy as np
-
+from .._backend import xp_of
 from .optimizer import (
     Optimizer,
-    _bump,
     _check_lr,
     _check_unsupported,
     _lerp_,
     _scalar_state,
-    _to_scalar,
     _zeros_like,
 )
 
@@ -51,54 +48,35 @@ class RMSprop(Optimizer):
             group.setdefault("differentiable", False)
             group.setdefault("capturable", False)
 
-    def step(self, closure=None):
-        """Perform a single optimization step; returns ``closure()``'s loss if given."""
-        loss = self._eval_closure(closure)
-        for group in self.param_groups:
-            lr = _to_scalar(group["lr"])
-            alpha = group["alpha"]
-            eps = group["eps"]
-            weight_decay = group["weight_decay"]
-            momentum = group["momentum"]
-            centered = group["centered"]
-            maximize = group["maximize"]
-            for p in group["params"]:
-                if p._grad is None:
-                    continue
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _scalar_state()
-                    state["square_avg"] = _zeros_like(p)
-                    if momentum > 0:
-                        state["momentum_buffer"] = _zeros_like(p)
-                    if centered:
-                        state["grad_avg"] = _zeros_like(p)
-                state["step"]._data += 1
-                d = p._data
-                g = p._grad._data
-                if maximize:
-                    g = -g
-                if weight_decay != 0:
-                    g = g + weight_decay * d
-                sq = state["square_avg"]._data
-                sq *= alpha
-                sq += (1 - alpha) * g * g
-                if centered:
-                    ga = state["grad_avg"]._data
-                    _lerp_(ga, g, 1 - alpha)
-                    avg = sq - ga * ga
-                    np.sqrt(avg, out=avg)
-                else:
-                    avg = np.sqrt(sq)
-                avg += eps
-                if momentum > 0:
-                    buf = state["momentum_buffer"]._data
-                    buf *= momentum
-                    buf += g / avg
-                    d -= lr * buf
-                else:
-                    np.divide(g, avg, out=avg)
-                    avg *= lr
-                    d -= avg
-                _bump(p)
-        return loss
+    def _init_state(self, state, p, group) -> None:
+        state["step"] = _scalar_state()
+        state["square_avg"] = _zeros_like(p)
+        if group["momentum"] > 0:
+            state["momentum_buffer"] = _zeros_like(p)
+        if group["centered"]:
+            state["grad_avg"] = _zeros_like(p)
+
+    def _update(self, d, g, state, group, lr, step) -> None:
+        alpha = group["alpha"]
+        xp = xp_of(d)
+        sq = state["square_avg"]._data
+        sq *= alpha
+        sq += (1 - alpha) * g * g
+        if group["centered"]:
+            ga = state["grad_avg"]._data
+            _lerp_(ga, g, 1 - alpha)
+            avg = sq - ga * ga
+            xp.sqrt(avg, out=avg)
+        else:
+            avg = xp.sqrt(sq)
+        avg += group["eps"]
+        momentum = group["momentum"]
+        if momentum > 0:
+            buf = state["momentum_buffer"]._data
+            buf *= momentum
+            buf += g / avg
+            d -= lr * buf
+        else:
+            xp.divide(g, avg, out=avg)
+            avg *= lr
+            d -= avg

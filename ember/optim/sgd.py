@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .._tensor import _make
-from .optimizer import Optimizer, _bump, _check_unsupported, _to_scalar
+from .optimizer import Optimizer, _bump, _check_unsupported
 
 __all__ = ["SGD"]
 
@@ -40,36 +40,19 @@ class SGD(Optimizer):
             group.setdefault("differentiable", False)
             group.setdefault("fused", False)
 
-    def step(self, closure=None):
-        """Perform a single optimization step; returns ``closure()``'s loss if given."""
-        loss = self._eval_closure(closure)
-        for group in self.param_groups:
-            lr = _to_scalar(group["lr"])
-            momentum = group["momentum"]
-            dampening = group["dampening"]
-            weight_decay = _to_scalar(group["weight_decay"])
-            nesterov = group["nesterov"]
-            maximize = group["maximize"]
-            for p in group["params"]:
-                if p._grad is None:
-                    continue
-                d = p._data
-                g = p._grad._data
-                if maximize:
-                    g = -g
-                if weight_decay != 0:
-                    g = g + weight_decay * d
-                if momentum != 0:
-                    state = self.state[p]
-                    buf = state.get("momentum_buffer")
-                    if buf is None:
-                        buf = state["momentum_buffer"] = _make(g.copy())
-                    else:
-                        b = buf._data
-                        b *= momentum
-                        b += (1 - dampening) * g
-                        _bump(buf)
-                    g = g + momentum * buf._data if nesterov else buf._data
-                d -= lr * g
-                _bump(p)
-        return loss
+    def _has_state(self, group) -> bool:
+        return group["momentum"] != 0
+
+    def _update(self, d, g, state, group, lr, step) -> None:
+        momentum = group["momentum"]
+        if momentum != 0:
+            buf = state.get("momentum_buffer")
+            if buf is None:
+                buf = state["momentum_buffer"] = _make(g.copy())
+            else:
+                b = buf._data
+                b *= momentum
+                b += (1 - group["dampening"]) * g
+                _bump(buf)
+            g = g + momentum * buf._data if group["nesterov"] else buf._data
+        d -= lr * g

@@ -14,10 +14,9 @@ from __future__ import annotations
 import math
 import warnings
 
-import numpy as np
-
 from ... import random as _random
 from ..._backend import dtypes as _dt
+from ..._backend import host, is_array, ndarray, xp_of
 from ..._tensor import Tensor, _make, _wrap_dim
 from ...ops._op import Op, apply1
 from ...ops.elementwise import _check_tensor, scalar_name, sigmoid, tanh, where
@@ -69,7 +68,7 @@ def _float_only(x: Tensor, kernel: str) -> None:
         raise NotImplementedError(f'"{kernel}" not implemented for \'{scalar_name(x.dtype)}\'')
 
 
-def _mask(grad: Tensor, keep: np.ndarray) -> Tensor:
+def _mask(grad: Tensor, keep: ndarray) -> Tensor:
     """``grad`` where ``keep`` else 0: the derivative of a piecewise-linear activation."""
     return where(_make(keep), grad, 0.0)
 
@@ -106,8 +105,9 @@ class ThresholdBackward0(Op):
     save_inputs = (0,)
 
     def forward(self, a, th, value):
+        xp = xp_of(a)
         self.th = th
-        return np.where(a > th, a, np.asarray(value).astype(a.dtype))
+        return xp.where(a > th, a, xp.asarray(value).astype(a.dtype))
 
     def backward(self, grad):
         (x,) = self.saved()
@@ -136,8 +136,9 @@ class HardtanhBackward0(Op):
     save_inputs = (0,)
 
     def forward(self, a, lo, hi):
+        xp = xp_of(a)
         self.lo, self.hi = lo, hi
-        return np.clip(a, lo, hi).astype(a.dtype, copy=False)
+        return xp.clip(a, lo, hi).astype(a.dtype, copy=False)
 
     def backward(self, grad):
         (x,) = self.saved()
@@ -169,8 +170,9 @@ class LeakyReluBackward0(Op):
     save_inputs = (0,)
 
     def forward(self, a, slope):
+        xp = xp_of(a)
         self.slope = slope
-        return np.where(a > 0, a, a * slope)
+        return xp.where(a > 0, a, a * slope)
 
     def backward(self, grad):
         (x,) = self.saved()
@@ -199,13 +201,14 @@ class RreluWithNoiseBackward0(Op):
     save_inputs = (0,)
 
     def forward(self, a, slope):
+        xp = xp_of(a)
         self.slope = slope
-        return np.where(a > 0, a, a * slope).astype(a.dtype, copy=False)
+        return xp.where(a > 0, a, a * slope).astype(a.dtype, copy=False)
 
     def backward(self, grad):
         (x,) = self.saved()
         slope = self.slope
-        if isinstance(slope, np.ndarray):
+        if is_array(slope):
             slope = _make(slope)
         return where(_make(x._data > 0), grad, grad * slope)
 
@@ -224,6 +227,7 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
     if training:
         rng = _random.default_generator._rng
         slope = rng.uniform(lower, upper, input._data.shape).astype(input._data.dtype)
+        slope = xp_of(input._data).asarray(slope)  # drawn on the host
     else:
         slope = (lower + upper) / 2
     return _unary(RreluWithNoiseBackward0, RreluWithNoiseBackward1, input, inplace, slope)
@@ -245,9 +249,10 @@ class EluBackward0(Op):
     save_inputs = (0,)
 
     def forward(self, a, alpha, scale, input_scale):
+        xp = xp_of(a)
         self.alpha, self.scale, self.input_scale = alpha, scale, input_scale
-        neg = np.expm1(np.minimum(a, 0) * input_scale) * (alpha * scale)
-        return np.where(a > 0, a * scale, neg).astype(a.dtype, copy=False)
+        neg = xp.expm1(xp.minimum(a, 0) * input_scale) * (alpha * scale)
+        return xp.where(a > 0, a * scale, neg).astype(a.dtype, copy=False)
 
     def backward(self, grad):
         (x,) = self.saved()
@@ -318,10 +323,11 @@ class GeluBackward0(Op):
     save_inputs = (0,)
 
     def forward(self, a, approximate):
+        xp = xp_of(a)
         self.approximate = approximate
         if approximate == "tanh":
             inner = _SQRT_2_OVER_PI * (a + _GELU_C * a * a * a)
-            return 0.5 * a * (1.0 + np.tanh(inner))
+            return 0.5 * a * (1.0 + xp.tanh(inner))
         return 0.5 * a * (1.0 + erf(_make(a * math.sqrt(0.5)))._data)
 
     def backward(self, grad):
@@ -344,9 +350,10 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     return apply1(GeluBackward0, input, approximate)
 
 
-def _np_sigmoid(a: np.ndarray) -> np.ndarray:
-    with np.errstate(over="ignore"):
-        return np.exp(-np.logaddexp(0, -a)).astype(a.dtype, copy=False)
+def _array_sigmoid(a: ndarray) -> ndarray:
+    xp = xp_of(a)
+    with host.errstate(over="ignore"):
+        return xp.exp(-xp.logaddexp(0, -a)).astype(a.dtype, copy=False)
 
 
 class SiluBackward0(Op):
@@ -356,7 +363,7 @@ class SiluBackward0(Op):
     save_inputs = (0,)
 
     def forward(self, a):
-        return a * _np_sigmoid(a)
+        return a * _array_sigmoid(a)
 
     def backward(self, grad):
         (x,) = self.saved()
@@ -378,10 +385,11 @@ class SoftplusBackward0(Op):
     save_inputs = (0,)
 
     def forward(self, a, beta, threshold):
+        xp = xp_of(a)
         self.beta, self.threshold = beta, threshold
         bx = a * beta
         # NOTE: logaddexp(0, bx) = log1p(exp(bx)) without overflow for large bx
-        return np.where(bx > threshold, a, np.logaddexp(0, bx) / beta).astype(a.dtype,
+        return xp.where(bx > threshold, a, xp.logaddexp(0, bx) / beta).astype(a.dtype,
                                                                               copy=False)
 
     def backward(self, grad):
@@ -403,7 +411,8 @@ class MishBackward0(Op):
     save_inputs = (0,)
 
     def forward(self, a):
-        return (a * np.tanh(np.logaddexp(0, a))).astype(a.dtype, copy=False)
+        xp = xp_of(a)
+        return (a * xp.tanh(xp.logaddexp(0, a))).astype(a.dtype, copy=False)
 
     def backward(self, grad):
         (x,) = self.saved()
@@ -424,7 +433,8 @@ class LogSigmoidBackward0(Op):
     save_inputs = (0,)
 
     def forward(self, a):
-        return (-np.logaddexp(0, -a)).astype(a.dtype, copy=False)
+        xp = xp_of(a)
+        return (-xp.logaddexp(0, -a)).astype(a.dtype, copy=False)
 
     def backward(self, grad):
         (x,) = self.saved()
@@ -457,7 +467,8 @@ class HardsigmoidBackward0(Op):
     save_inputs = (0,)
 
     def forward(self, a):
-        return np.clip(a / 6 + 0.5, 0, 1).astype(a.dtype, copy=False)
+        xp = xp_of(a)
+        return xp.clip(a / 6 + 0.5, 0, 1).astype(a.dtype, copy=False)
 
     def backward(self, grad):
         (x,) = self.saved()
@@ -479,7 +490,8 @@ class HardswishBackward0(Op):
     save_inputs = (0,)
 
     def forward(self, a):
-        return (a * np.clip(a + 3, 0, 6) / 6).astype(a.dtype, copy=False)
+        xp = xp_of(a)
+        return (a * xp.clip(a + 3, 0, 6) / 6).astype(a.dtype, copy=False)
 
     def backward(self, grad):
         (x,) = self.saved()
@@ -501,8 +513,9 @@ class SoftshrinkBackward0(Op):
     save_inputs = (0,)
 
     def forward(self, a, lambd):
+        xp = xp_of(a)
         self.lambd = lambd
-        out = np.where(a > lambd, a - lambd, np.where(a < -lambd, a + lambd, 0))
+        out = xp.where(a > lambd, a - lambd, xp.where(a < -lambd, a + lambd, 0))
         return out.astype(a.dtype, copy=False)
 
     def backward(self, grad):
@@ -515,7 +528,7 @@ def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """``F.softshrink``."""
     _float_only(input, "softshrink_check")
     if lambd < 0:
-        big = float(np.finfo(input._data.dtype).max)
+        big = float(host.finfo(input._data.dtype).max)
         raise RuntimeError(f"lambda must be in range [0, {big:g}] for input dtype "
                            f"{scalar_name(input.dtype)}, but found {lambd:g}")
     return apply1(SoftshrinkBackward0, input, lambd)
@@ -528,8 +541,9 @@ class HardshrinkBackward0(Op):
     save_inputs = (0,)
 
     def forward(self, a, lambd):
+        xp = xp_of(a)
         self.lambd = lambd
-        return np.where((a >= -lambd) & (a <= lambd), 0, a).astype(a.dtype, copy=False)
+        return xp.where((a >= -lambd) & (a <= lambd), 0, a).astype(a.dtype, copy=False)
 
     def backward(self, grad):
         (x,) = self.saved()
@@ -554,7 +568,8 @@ class PreluKernelBackward0(Op):
     save_inputs = (0, 1)
 
     def forward(self, a, w):
-        return np.where(a > 0, a, w * a)
+        xp = xp_of(a)
+        return xp.where(a > 0, a, w * a)
 
     def backward(self, grad):
         x, w = self.saved()
@@ -592,10 +607,11 @@ class GluBackward0(Op):
     save_inputs = (0,)
 
     def forward(self, a, dim):
+        xp = xp_of(a)
         self.dim = dim
         self.half = h = a.shape[dim] // 2
-        first, second = np.split(a, [h], axis=dim)
-        return first * _np_sigmoid(second)
+        first, second = xp.split(a, [h], axis=dim)
+        return first * _array_sigmoid(second)
 
     def backward(self, grad):
         (x,) = self.saved()
@@ -620,8 +636,8 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
 # --------------------------------------------------------------------------- softmax family
 
 
-def _reduce_axis(a: np.ndarray, dim: int):
-    """``a`` and the NumPy axis to reduce (a 0-d array is viewed as 1-d)."""
+def _reduce_axis(a: ndarray, dim: int):
+    """``a`` and the array axis to reduce (a 0-d array is viewed as 1-d)."""
     return (a.reshape(1), 0) if a.ndim == 0 else (a, dim)
 
 
@@ -632,13 +648,14 @@ class SoftmaxBackward0(Op):
     save_output = True
 
     def forward(self, a, dim):
+        xp = xp_of(a)
         self.dim = dim
         if not a.size:
             return a.copy()
         x, ax = _reduce_axis(a, dim)
-        with np.errstate(invalid="ignore"):
-            e = np.exp(x - np.max(x, axis=ax, keepdims=True))
-            return (e / np.sum(e, axis=ax, keepdims=True)).reshape(a.shape)
+        with host.errstate(invalid="ignore"):
+            e = xp.exp(x - xp.max(x, axis=ax, keepdims=True))
+            return (e / xp.sum(e, axis=ax, keepdims=True)).reshape(a.shape)
 
     def backward(self, grad):
         y = self.saved_output()
@@ -653,13 +670,14 @@ class LogSoftmaxBackward0(Op):
     save_output = True
 
     def forward(self, a, dim):
+        xp = xp_of(a)
         self.dim = dim
         if not a.size:
             return a.copy()
         x, ax = _reduce_axis(a, dim)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            shifted = x - np.max(x, axis=ax, keepdims=True)
-            out = shifted - np.log(np.sum(np.exp(shifted), axis=ax, keepdims=True))
+        with host.errstate(invalid="ignore", divide="ignore"):
+            shifted = x - xp.max(x, axis=ax, keepdims=True)
+            out = shifted - xp.log(xp.sum(xp.exp(shifted), axis=ax, keepdims=True))
         return out.reshape(a.shape)
 
     def backward(self, grad):

@@ -1,6 +1,6 @@
 """nn.functional: Convolutions: conv1d/2d/3d and conv_transpose1d/2d/3d via im2col and one matmul.
 
-A convolution ``y = B(x, w)`` is bilinear, and three NumPy kernels cover it and all its
+A convolution ``y = B(x, w)`` is bilinear, and three array kernels cover it and all its
 derivatives:
 
 * ``B(x, w)``, the convolution: an im2col copy of the window view and one batched matmul;
@@ -16,10 +16,10 @@ any order stay convolutions.
 
 from __future__ import annotations
 
+import math
 import warnings
 
-import numpy as np
-
+from ..._backend import host, ndarray, xp_of
 from ..._tensor import Tensor
 from ...ops._op import Op
 from .vision import _shape_str, ntuple, pad_array, windows
@@ -28,10 +28,10 @@ __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
            "conv_transpose3d"]
 
 
-# --------------------------------------------------------------------------- NumPy kernels
+# --------------------------------------------------------------------------- array kernels
 # ``spec`` is (stride, pads, dilation, groups) with ``pads`` a (lo, hi) pair per spatial dim.
 
-def _columns(x: np.ndarray, kernel: tuple, spec, out: tuple) -> np.ndarray:
+def _columns(x: ndarray, kernel: tuple, spec, out: tuple) -> ndarray:
     """im2col: the windows of padded ``x`` (N, C, *S) as (N, G, Cg*K, P), P = prod(out).
 
     NOTE: this layout makes every matmul a batch over N whose result is already in NCHW order
@@ -44,20 +44,20 @@ def _columns(x: np.ndarray, kernel: tuple, spec, out: tuple) -> np.ndarray:
     win = windows(pad_array(x, pads), kernel, stride, dilation, out)  # (N, C, *O, *K)
     # (N, C, *K, *O): the copy below is the im2col
     order = (0, 1, *range(2 + nd, 2 + 2 * nd), *range(2, 2 + nd))
-    cgk = (c // groups) * int(np.prod(kernel))
-    return win.transpose(order).reshape(n, groups, cgk, int(np.prod(out)))
+    cgk = (c // groups) * math.prod(kernel)
+    return win.transpose(order).reshape(n, groups, cgk, math.prod(out))
 
 
-def _col2im(cols: np.ndarray, size: tuple, spec) -> np.ndarray:
+def _col2im(cols: ndarray, size: tuple, spec) -> ndarray:
     """The adjoint of ``_columns``: sum ``cols`` (N, C, *K, *O) into zeros (N, C, *size), one
     strided add per kernel offset, each clipped to the unpadded input (no padded buffer)."""
     stride, pads, dilation, _ = spec
     nd = len(size)
     kernel = cols.shape[2:2 + nd]
     out = cols.shape[2 + nd:]
-    buf = np.zeros(cols.shape[:2] + tuple(size), dtype=cols.dtype)
+    buf = xp_of(cols).zeros(cols.shape[:2] + tuple(size), dtype=cols.dtype)
     lead = (slice(None), slice(None))
-    for k in np.ndindex(*kernel):
+    for k in host.ndindex(*kernel):
         src, dst = [], []
         for i, d, o, s, (lo, _), n in zip(k, dilation, out, stride, pads, size):
             # output o lands on input o * s + i * d - lo; keep those inside [0, n)
@@ -73,40 +73,40 @@ def _col2im(cols: np.ndarray, size: tuple, spec) -> np.ndarray:
     return buf
 
 
-def _conv(x: np.ndarray, w: np.ndarray, spec, out: tuple, keep_cols: bool = False):
+def _conv(x: ndarray, w: ndarray, spec, out: tuple, keep_cols: bool = False):
     """B(x, w): the convolution of x (N, C, *S) with w (Cout, C/G, *K), output (N, Cout, *out)."""
     groups = spec[3]
     n = x.shape[0]
     cout = w.shape[0]
     cols = _columns(x, w.shape[2:], spec, out)                     # (N, G, Cg*K, P)
     wm = w.reshape(groups, cout // groups, cols.shape[2])
-    y = np.matmul(wm, cols).reshape(n, cout, *out)                 # (N, G, Og, P): NCHW
+    y = (wm @ cols).reshape(n, cout, *out)                         # (N, G, Og, P): NCHW
     return (y, cols) if keep_cols else y
 
 
-def _conv_transposed(g: np.ndarray, w: np.ndarray, spec, size: tuple) -> np.ndarray:
+def _conv_transposed(g: ndarray, w: ndarray, spec, size: tuple) -> ndarray:
     """Bt(g, w): the transpose of ``B`` in x, result (N, G*Cg, *size): col2im of one matmul."""
     groups = spec[3]
     n, cout = g.shape[:2]
     out = g.shape[2:]
     kernel = w.shape[2:]
     cg = w.shape[1]
-    gm = g.reshape(n, groups, cout // groups, int(np.prod(out)))  # (N, G, Og, P)
-    wm = w.reshape(groups, cout // groups, cg * int(np.prod(kernel)))  # (G, Og, Cg*K)
-    cols = np.matmul(wm.transpose(0, 2, 1), gm)                    # (N, G, Cg*K, P)
+    gm = g.reshape(n, groups, cout // groups, math.prod(out))  # (N, G, Og, P)
+    wm = w.reshape(groups, cout // groups, cg * math.prod(kernel))  # (G, Og, Cg*K)
+    cols = wm.transpose(0, 2, 1) @ gm                              # (N, G, Cg*K, P)
     return _col2im(cols.reshape(n, groups * cg, *kernel, *out), size, spec)
 
 
-def _conv_weight(x: np.ndarray, g: np.ndarray, spec, kernel: tuple,
-                 cols: np.ndarray | None = None) -> np.ndarray:
+def _conv_weight(x: ndarray, g: ndarray, spec, kernel: tuple,
+                 cols: ndarray | None = None) -> ndarray:
     """C(x, g): the transpose of ``B`` in w, result (Cout, C/G, *kernel): a matmul per sample,
     summed over the batch."""
     groups = spec[3]
     n, cout = g.shape[:2]
     if cols is None:
         cols = _columns(x, kernel, spec, g.shape[2:])             # (N, G, Cg*K, P)
-    gm = g.reshape(n, groups, cout // groups, int(np.prod(g.shape[2:])))  # (N, G, Og, P)
-    gw = np.matmul(gm, cols.swapaxes(2, 3)).sum(0)                 # (G, Og, Cg*K)
+    gm = g.reshape(n, groups, cout // groups, math.prod(g.shape[2:]))  # (N, G, Og, P)
+    gw = (gm @ cols.swapaxes(2, 3)).sum(0)                         # (G, Og, Cg*K)
     return gw.reshape(cout, x.shape[1] // groups, *kernel)
 
 

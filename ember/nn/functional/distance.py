@@ -6,9 +6,8 @@ The first three are composites written as torch writes them (so their graphs mat
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..._backend import dtypes as _dt
+from ..._backend import xp_of
 from ..._tensor import Tensor, _make
 from ...autograd.grad_mode import no_grad
 from ...ops._op import Op, apply1, broadcast_error
@@ -91,26 +90,28 @@ class PdistBackward0(Op):
 
     def forward(self, x, p):
         self.p = p
-        i, j = np.triu_indices(x.shape[0], 1)
+        xp = xp_of(x)
+        i, j = xp.triu_indices(x.shape[0], 1)
         self.pairs = (i, j)
-        d = np.abs(x[i] - x[j])
+        d = xp.abs(x[i] - x[j])
         if p == 0:
-            return np.sum(d != 0, axis=1).astype(x.dtype)
+            return xp.sum(d != 0, axis=1).astype(x.dtype)
         if p == float("inf"):
-            return np.max(d, axis=1) if d.shape[1] else np.zeros(len(i), x.dtype)
+            return xp.max(d, axis=1) if d.shape[1] else xp.zeros(len(i), x.dtype)
         if p == 1:
-            return np.sum(d, axis=1)
+            return xp.sum(d, axis=1)
         if p == 2:
-            return np.sqrt(np.sum(d * d, axis=1))
-        return np.sum(d ** p, axis=1) ** (1.0 / p)
+            return xp.sqrt(xp.sum(d * d, axis=1))
+        return xp.sum(d ** p, axis=1) ** (1.0 / p)
 
     def backward(self, grad):
         (x,) = self.saved()
         dist = self.saved_output()
         i, j = self.pairs
         n, p = x.shape[0], self.p
-        a = np.zeros((len(i), n), dtype=x._data.dtype)
-        rows = np.arange(len(i))
+        xp = xp_of(x._data)
+        a = xp.zeros((len(i), n), dtype=x._data.dtype)
+        rows = xp.arange(len(i))
         a[rows, i] = 1
         a[rows, j] = -1
         a = _make(a)

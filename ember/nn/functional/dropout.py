@@ -11,9 +11,8 @@ from __future__ import annotations
 import math
 import warnings
 
-import numpy as np
-
 from ... import random as _random
+from ..._backend import xp_of
 from ..._tensor import Tensor, _make
 
 __all__ = [
@@ -40,8 +39,9 @@ def _dropout_impl(input: Tensor, p: float, train: bool, inplace: bool, feature: 
     if p == 0 or not train or input._data.size == 0:
         return input
     x = input._data
+    xp = xp_of(x)
     if p == 1:
-        zero = _make(np.zeros((), dtype=x.dtype))
+        zero = _make(xp.zeros((), dtype=x.dtype))
         return input.mul_(zero) if inplace else input * zero
     if feature:
         if x.ndim < 2:
@@ -49,7 +49,7 @@ def _dropout_impl(input: Tensor, p: float, train: bool, inplace: bool, feature: 
         shape = x.shape[:channel_dims] + (1,) * (x.ndim - channel_dims)
     else:
         shape = x.shape
-    keep = _random.default_generator._rng.random(shape) >= p
+    keep = xp.asarray(_random.default_generator._rng.random(shape) >= p)  # drawn on the host
     if x.dtype.kind != "f":  # torch: the float mask can't be written into an integer tensor
         raise RuntimeError(f"result type Float can't be cast to the desired output type "
                            f"{input.dtype._legacy[:-len('Tensor')]}")

@@ -6,8 +6,9 @@
 
 from __future__ import annotations
 
-import numpy as np
+import math
 
+from ..._backend import host
 from ..._tensor import Tensor
 from ...ops._op import Op, apply1
 from ...ops.blas import mm
@@ -55,7 +56,7 @@ def _addmm(bias: Tensor, a: Tensor, b: Tensor) -> Tensor:
                            f"{scalar_name(bias.dtype)} and {scalar_name(other.dtype)}")
     out_shape = (a._data.shape[0], b._data.shape[1])
     try:
-        fits = np.broadcast_shapes(bias._data.shape, out_shape) == out_shape
+        fits = host.broadcast_shapes(bias._data.shape, out_shape) == out_shape
     except ValueError:
         fits = False
     if not fits:
@@ -82,15 +83,13 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
             return apply1(SqueezeBackward4, mm(input.unsqueeze(0), wt))
         return _addmm(bias, input.view(1, -1), wt).view(-1)
     shape = input._data.shape
-    rows = int(np.prod(shape[:-1]))
+    rows = math.prod(shape[:-1])
     out_shape = shape[:-1] + (weight._data.shape[0],)
     try:
-        np.reshape(input._data, (rows, shape[-1]), copy=False)
-        viewable = True
-    except ValueError:
-        viewable = False
-    if viewable:
         flat = input.view(rows, shape[-1])
+    except RuntimeError:  # strides allow no view
+        flat = None
+    if flat is not None:
         if bias is not None:
             return _addmm(bias, flat, wt).view(out_shape)
         return apply1(UnsafeViewBackward0, mm(flat, wt), out_shape)
@@ -125,7 +124,7 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor,
         raise RuntimeError(f"bilinear(): input2 size does not match weight size: got "
                            f"{s2[-1]} but expected {sw[2]}")
     out_f, in1, in2 = sw
-    rows = int(np.prod(s1[:-1]))
+    rows = math.prod(s1[:-1])
     x1 = input1.reshape(rows, in1)
     x2 = input2.reshape(rows, in2)
     w = weight.permute(1, 0, 2).reshape(in1, out_f * in2)

@@ -11,9 +11,8 @@ from __future__ import annotations
 import math
 import warnings
 
-import numpy as np
-
 from ..._backend import dtypes as _dt
+from ..._backend import host, ndarray, xp_of
 from ..._tensor import Tensor, _make
 from ...autograd.grad_mode import no_grad
 from ...autograd.grad_mode import state as _grad_state
@@ -100,15 +99,16 @@ def _reduce(loss: Tensor, reduction: str) -> Tensor:
     return loss
 
 
-def _reduce_array(loss: np.ndarray, reduction: str) -> np.ndarray:
-    """A primitive's elementwise loss reduced in NumPy; the mean of nothing is nan, quietly."""
+def _reduce_array(loss: ndarray, reduction: str) -> ndarray:
+    """A primitive's elementwise loss reduced (an array kernel); the mean of nothing is nan,
+    quietly."""
     if reduction == "none":
         return loss
-    total = np.sum(loss)
+    total = loss.sum()
     if reduction == "sum":
         return total
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return total / loss.size if loss.size else total * np.nan
+    with host.errstate(invalid="ignore", divide="ignore"):
+        return total / loss.size if loss.size else total * math.nan
 
 
 def _grad_scale(grad: Tensor, shape: tuple, reduction: str, n: int) -> Tensor:
@@ -142,7 +142,7 @@ def _common(input: Tensor, target: Tensor, kernel: str | None) -> tuple[Tensor, 
     """input and target cast to their promoted dtype, after torch's broadcast check; torch's
     kernel ``kernel`` refuses integer dtypes (None: the composite keeps them)."""
     try:
-        np.broadcast_shapes(input.shape, target.shape)
+        host.broadcast_shapes(input.shape, target.shape)
     except ValueError:
         raise broadcast_error(tuple(input.shape), tuple(target.shape)) from None
     rt = _dt.result_type(input, target)
@@ -161,8 +161,8 @@ class DivBackward1(Op):
 
     def forward(self, a, other):
         self.other = other
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.asarray(a / other, dtype=a.dtype)
+        with host.errstate(invalid="ignore", divide="ignore"):
+            return xp_of(a).asarray(a / other, dtype=a.dtype)
 
     def backward(self, grad):
         return grad / self.other
@@ -172,7 +172,7 @@ class DivBackward1(Op):
 
 
 class _PointwiseLoss(Op):
-    """A loss of (input, target) elementwise, then reduced; subclasses give ``loss`` (NumPy)
+    """A loss of (input, target) elementwise, then reduced; subclasses give ``loss`` (arrays)
     and ``derivative`` (ember ops: d loss / d input; d / d target is its negative)."""
 
     __slots__ = ("param", "reduction", "shape")
@@ -186,7 +186,7 @@ class _PointwiseLoss(Op):
 
     def backward(self, grad):
         a, b = self.saved()
-        g = _grad_scale(grad, self.shape, self.reduction, int(np.prod(self.shape)))
+        g = _grad_scale(grad, self.shape, self.reduction, math.prod(self.shape))
         da = g * self.derivative(a - b, self.param)
         return (da if self.needs_grad(0) else None, -da if self.needs_grad(1) else None)
 
@@ -209,11 +209,11 @@ class SmoothL1LossBackward0(_PointwiseLoss):
     __slots__ = ()
 
     def loss(self, d, beta):
-        ad = np.abs(d)
-        return np.where(ad < beta, 0.5 * d * d / beta, ad - 0.5 * beta)
+        ad = abs(d)
+        return xp_of(d).where(ad < beta, 0.5 * d * d / beta, ad - 0.5 * beta)
 
     def derivative(self, d, beta):
-        return where(_make(np.abs(d._data) < beta), d / beta, sign(d))
+        return where(_make(abs(d._data) < beta), d / beta, sign(d))
 
 
 class HuberLossBackward0(_PointwiseLoss):
@@ -222,11 +222,11 @@ class HuberLossBackward0(_PointwiseLoss):
     __slots__ = ()
 
     def loss(self, d, delta):
-        ad = np.abs(d)
-        return np.where(ad < delta, 0.5 * d * d, delta * (ad - 0.5 * delta))
+        ad = abs(d)
+        return xp_of(d).where(ad < delta, 0.5 * d * d, delta * (ad - 0.5 * delta))
 
     def derivative(self, d, delta):
-        return where(_make(np.abs(d._data) < delta), d, sign(d) * delta)
+        return where(_make(abs(d._data) < delta), d, sign(d) * delta)
 
 
 _KERNELS = {"MseLossBackward0": "mse_cpu", "SmoothL1LossBackward0": "smooth_l1_cpu",
@@ -325,11 +325,12 @@ class LogSoftmaxBackward0(Op):
         self.dim = dim
         if a.size == 0 or a.ndim == 0:
             return a - a if a.ndim == 0 else a.copy()
-        m = np.max(a, axis=dim, keepdims=True)
-        m = np.where(np.isfinite(m), m, 0)
+        xp = xp_of(a)
+        m = a.max(axis=dim, keepdims=True)
+        m = xp.where(xp.isfinite(m), m, 0)
         shifted = a - m
-        with np.errstate(divide="ignore"):
-            return shifted - np.log(np.sum(np.exp(shifted), axis=dim, keepdims=True))
+        with host.errstate(divide="ignore"):
+            return shifted - xp.log(xp.exp(shifted).sum(axis=dim, keepdims=True))
 
     def backward(self, grad):
         if grad.dim() == 0:
@@ -359,31 +360,33 @@ class NllLossBackward0(Op):
         bad = valid & ((t < 0) | (t >= n_classes))
         if bad.any():
             raise IndexError(f"Target {int(t[bad].flat[0])} is out of bounds.")
-        idx = np.where(valid, t, 0).astype(np.int64)
-        lp = np.moveaxis(a, axis, -1)
-        picked = np.take_along_axis(lp, idx[..., None], -1)[..., 0]
-        w = np.ones(idx.shape, a.dtype) if weight is None else weight.astype(a.dtype)[idx]
-        w = np.where(valid, w, 0).astype(a.dtype)
-        loss = np.where(valid, -w * picked, 0).astype(a.dtype)
+        xp = xp_of(a)
+        idx = xp.where(valid, t, 0).astype(host.int64)
+        lp = xp.moveaxis(a, axis, -1)
+        picked = xp.take_along_axis(lp, idx[..., None], -1)[..., 0]
+        w = xp.ones(idx.shape, a.dtype) if weight is None else weight.astype(a.dtype)[idx]
+        w = xp.where(valid, w, 0).astype(a.dtype)
+        loss = xp.where(valid, -w * picked, 0).astype(a.dtype)
         self.idx = idx
         if reduction == "none":
             self.coef = -w
             return loss
-        total = np.sum(loss)
+        total = loss.sum()
         if reduction == "sum":
             self.coef = -w
             return total
-        wsum = np.sum(w)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            self.coef = np.where(valid, -w / wsum, 0).astype(a.dtype)
-            return np.asarray(total / wsum, dtype=a.dtype)
+        wsum = w.sum()
+        with host.errstate(invalid="ignore", divide="ignore"):
+            self.coef = xp.where(valid, -w / wsum, 0).astype(a.dtype)
+            return xp.asarray(total / wsum, dtype=a.dtype)
 
     def backward(self, grad):
         axis = self.cls_axis
         shape = self.shape
-        dense = np.zeros(self.idx.shape + (shape[axis],), dtype=self.coef.dtype)
-        np.put_along_axis(dense, self.idx[..., None], self.coef[..., None], -1)
-        dense = np.moveaxis(dense, -1, axis)
+        xp = xp_of(self.coef)
+        dense = xp.zeros(self.idx.shape + (shape[axis],), dtype=self.coef.dtype)
+        xp.put_along_axis(dense, self.idx[..., None], self.coef[..., None], -1)
+        dense = xp.moveaxis(dense, -1, axis)
         if self.reduction == "none" and len(shape) > 1:
             grad = grad.unsqueeze(axis)
         return grad * _make(dense)
@@ -478,9 +481,9 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
     smooth = smooth.masked_fill(_make(ignore), 0.0)
     if reduction == "mean":
         if weight is not None:
-            denom = float(np.sum(weight._data[target._data[~ignore]]))
+            denom = float(weight._data[target._data[~ignore]].sum())
         else:
-            denom = float(np.sum(~ignore))
+            denom = float((~ignore).sum())
         ret = smooth.sum() / denom
     elif reduction == "sum":
         ret = smooth.sum()
@@ -532,9 +535,10 @@ class BinaryCrossEntropyBackward0(Op):
 
     def forward(self, x, t, weight, reduction):
         self.reduction, self.weight = reduction, weight
-        with np.errstate(divide="ignore", invalid="ignore"):
-            lx = np.maximum(np.log(x), -100)
-            l1x = np.maximum(np.log1p(-x), -100)
+        xp = xp_of(x)
+        with host.errstate(divide="ignore", invalid="ignore"):
+            lx = xp.maximum(xp.log(x), -100)
+            l1x = xp.maximum(xp.log1p(-x), -100)
         loss = -(t * lx + (1 - t) * l1x)
         if weight is not None:
             loss = loss * weight
@@ -544,7 +548,7 @@ class BinaryCrossEntropyBackward0(Op):
 
     def backward(self, grad):
         x, t = self.saved()
-        g = _grad_scale(grad, self.shape, self.reduction, int(np.prod(self.shape)))
+        g = _grad_scale(grad, self.shape, self.reduction, math.prod(self.shape))
         if self.weight is not None:
             g = g * _make(self.weight)
         gx = gt = None
@@ -568,13 +572,13 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
         raise RuntimeError(f"Found dtype {scalar_name(target.dtype)} but expected "
                            f"{scalar_name(input.dtype)}")
     x, t = input._data, target._data
-    if not np.all((x >= 0) & (x <= 1)):
+    if not ((x >= 0) & (x <= 1)).all():
         raise RuntimeError("all elements of input should be between 0 and 1")
-    if not np.all((t >= 0) & (t <= 1)):
+    if not ((t >= 0) & (t <= 1)).all():
         raise RuntimeError("all elements of target should be between 0 and 1")
     w = None
     if weight is not None:
-        w = np.broadcast_to(weight._data, np.broadcast_shapes(t.shape, weight.shape))
+        w = xp_of(t).broadcast_to(weight._data, host.broadcast_shapes(t.shape, weight.shape))
         w = w.astype(x.dtype)
     return BinaryCrossEntropyBackward0.apply(input, target, params=(w, reduction))
 
@@ -597,20 +601,20 @@ class BinaryCrossEntropyWithLogitsBackward0(Op):
 
     def forward(self, x, t, weight, pos_weight, reduction):
         self.reduction, self.weight, self.pos_weight = reduction, weight, pos_weight
-        softplus_neg = np.logaddexp(0, -x)
+        softplus_neg = xp_of(x).logaddexp(0, -x)
         if pos_weight is None:
             loss = (1 - t) * x + softplus_neg
         else:
             loss = (1 - t) * x + (1 + (pos_weight - 1) * t) * softplus_neg
         if weight is not None:
             loss = loss * weight
-        loss = loss.astype(np.result_type(x, t), copy=False)
+        loss = loss.astype(host.result_type(x.dtype, t.dtype), copy=False)
         self.shape = loss.shape
         return _reduce_array(loss, reduction)
 
     def backward(self, grad):
         x, t = self.saved()
-        g = _grad_scale(grad, self.shape, self.reduction, int(np.prod(self.shape)))
+        g = _grad_scale(grad, self.shape, self.reduction, math.prod(self.shape))
         if self.weight is not None:
             g = g * _make(self.weight)
         pw = None if self.pos_weight is None else _make(self.pos_weight)
@@ -640,7 +644,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
     for extra in (w, pw):
         if extra is not None:
             try:
-                np.broadcast_shapes(extra.shape, input.shape)
+                host.broadcast_shapes(extra.shape, input.shape)
             except ValueError:
                 raise broadcast_error(tuple(input.shape), extra.shape) from None
     return BinaryCrossEntropyWithLogitsBackward0.apply(input, target,
@@ -785,13 +789,13 @@ class SoftMarginLossBackward0(Op):
 
     def forward(self, x, y, reduction):
         self.y, self.reduction = y, reduction
-        loss = np.logaddexp(0, -y * x).astype(x.dtype, copy=False)
+        loss = xp_of(x).logaddexp(0, -y * x).astype(x.dtype, copy=False)
         self.shape = loss.shape
         return _reduce_array(loss, reduction)
 
     def backward(self, grad):
         (x,) = self.saved()
-        g = _grad_scale(grad, self.shape, self.reduction, int(np.prod(self.shape)))
+        g = _grad_scale(grad, self.shape, self.reduction, math.prod(self.shape))
         y = _make(self.y.astype(x._data.dtype))
         return g * (-y * sigmoid(-y * x))
 
@@ -802,7 +806,7 @@ def soft_margin_loss(input: Tensor, target: Tensor, size_average=None, reduce=No
     reduction = _reduction(size_average, reduce, reduction)
     _not_differentiable(target, "soft_margin_loss", "target")
     try:
-        np.broadcast_shapes(input.shape, target.shape)
+        host.broadcast_shapes(input.shape, target.shape)
     except ValueError:
         raise broadcast_error(tuple(input.shape), tuple(target.shape)) from None
     return apply1(SoftMarginLossBackward0, input, target._data, reduction)
@@ -833,16 +837,17 @@ class MultiMarginLossBackward0(Op):
     def forward(self, a, y, p, margin, weight, reduction):
         x = a.reshape(-1, a.shape[-1] if a.ndim else 1)
         nframe, dim = x.shape
-        yy = y.reshape(-1).astype(np.int64)
+        xp = xp_of(a)
+        yy = y.reshape(-1).astype(host.int64)
         if ((yy < 0) | (yy >= dim)).any():
             raise RuntimeError("target out of range")
-        onehot = np.zeros(x.shape, dtype=bool)
-        onehot[np.arange(nframe), yy] = True
-        wy = (np.ones(nframe, a.dtype) if weight is None else weight.reshape(-1)[yy])
+        onehot = xp.zeros(x.shape, dtype=bool)
+        onehot[xp.arange(nframe), yy] = True
+        wy = (xp.ones(nframe, a.dtype) if weight is None else weight.reshape(-1)[yy])
         wy = wy.astype(a.dtype)[:, None]
-        xy = x[np.arange(nframe), yy][:, None]
+        xy = x[xp.arange(nframe), yy][:, None]
         z = margin - xy + x
-        h = np.where((z > 0) & ~onehot, z if p == 1 else z * z, 0) * wy
+        h = xp.where((z > 0) & ~onehot, z if p == 1 else z * z, 0) * wy
         loss = (h.sum(1) / dim).astype(a.dtype)
         self.p, self.margin, self.wy, self.onehot = p, margin, wy, onehot
         self.reduction, self.nframe = reduction, nframe
@@ -907,19 +912,20 @@ class MultilabelMarginLossBackward0(Op):
 
     def forward(self, a, t, reduction):
         x = a.reshape(-1, a.shape[-1] if a.ndim else 1)
-        tt = t.reshape(x.shape).astype(np.int64)
+        xp = xp_of(a)
+        tt = t.reshape(x.shape).astype(host.int64)
         nframe, dim = x.shape
-        valid = np.cumprod(tt != -1, axis=1).astype(bool)
+        valid = xp.cumprod(tt != -1, axis=1).astype(bool)
         if ((tt < -1) | (tt >= dim)).any():
             raise RuntimeError("argument #2 'target' is out of range")
-        rows, cols = np.nonzero(valid)
-        count = np.zeros(x.shape, dtype=a.dtype)
-        np.add.at(count, (rows, tt[rows, cols]), 1)
+        rows, cols = xp.nonzero(valid)
+        count = xp.zeros(x.shape, dtype=a.dtype)
+        xp.add.at(count, (rows, tt[rows, cols]), 1)
         is_target = count > 0
         z = 1 - x[:, :, None] + x[:, None, :]  # z[n, j, d] for target j, other d
         pair = count[:, :, None] * (~is_target)[:, None, :]
-        hit = np.where(z > 0, pair, 0)
-        loss = (np.sum(hit * z, axis=(1, 2)) / dim).astype(a.dtype)
+        hit = xp.where(z > 0, pair, 0)
+        loss = ((hit * z).sum(axis=(1, 2)) / dim).astype(a.dtype)
         self.local = ((hit.sum(1) - hit.sum(2)) / dim).astype(a.dtype)
         self.reduction, self.nframe = reduction, nframe
         if reduction == "none":

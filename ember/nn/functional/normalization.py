@@ -10,8 +10,7 @@ composite.
 
 from __future__ import annotations
 
-import numpy as np
-
+from ..._backend import xp_of
 from ..._tensor import Size, Tensor, _make
 from ...ops._op import Op
 from ...ops.creation import zeros
@@ -60,9 +59,9 @@ class NativeBatchNormBackward0(Op):
         dims = (0,) + tuple(range(2, nd))
         cshape = (1, x.shape[1]) + (1,) * (nd - 2)
         if training:
-            mean = np.mean(x, axis=dims, keepdims=True)
+            mean = x.mean(axis=dims, keepdims=True)
             xc = x - mean
-            var = np.mean(xc * xc, axis=dims, keepdims=True)
+            var = (xc * xc).mean(axis=dims, keepdims=True)
             n = x.size // x.shape[1]
             if running_mean is not None:
                 rm = running_mean._data
@@ -78,7 +77,7 @@ class NativeBatchNormBackward0(Op):
             var = running_var._data.reshape(cshape)
             xc = x - mean
             self.stats = (mean.copy(), var.copy())
-        out = xc * (1.0 / np.sqrt(var + eps))
+        out = xc * (1.0 / xp_of(x).sqrt(var + eps))
         if w is not None:
             out = out * w.reshape(cshape)
         if b is not None:
@@ -94,7 +93,7 @@ class NativeBatchNormBackward0(Op):
             xhat, invstd = _stats(x, dims, self.eps)
         else:
             mean, var = self.stats
-            invstd = _make((1.0 / np.sqrt(var + self.eps)).astype(x._data.dtype))
+            invstd = _make((1.0 / xp_of(var).sqrt(var + self.eps)).astype(x._data.dtype))
             xhat = (x - _make(mean.astype(x._data.dtype))) * invstd
         gx = gw = gb = None
         if self.needs_grad(0):
@@ -152,10 +151,10 @@ class NativeLayerNormBackward0(Op):
 
     def forward(self, x, w, b, k, eps):
         self.dims, self.eps = tuple(range(x.ndim - k, x.ndim)), eps
-        mean = np.mean(x, axis=self.dims, keepdims=True)
+        mean = x.mean(axis=self.dims, keepdims=True)
         xc = x - mean
-        var = np.mean(xc * xc, axis=self.dims, keepdims=True)
-        out = xc * (1.0 / np.sqrt(var + eps))
+        var = (xc * xc).mean(axis=self.dims, keepdims=True)
+        out = xc * (1.0 / xp_of(x).sqrt(var + eps))
         if w is not None:
             out = out * w
         if b is not None:
@@ -215,10 +214,10 @@ class NativeGroupNormBackward0(Op):
         n, c = x.shape[:2]
         cshape = (1, c) + (1,) * (x.ndim - 2)
         xg = x.reshape(n, groups, -1)
-        mean = np.mean(xg, axis=2, keepdims=True) if xg.size else xg.sum(2, keepdims=True)
+        mean = xg.mean(axis=2, keepdims=True) if xg.size else xg.sum(2, keepdims=True)
         xc = xg - mean
-        var = np.mean(xc * xc, axis=2, keepdims=True) if xg.size else mean
-        out = (xc * (1.0 / np.sqrt(var + eps))).reshape(x.shape)
+        var = (xc * xc).mean(axis=2, keepdims=True) if xg.size else mean
+        out = (xc * (1.0 / xp_of(x).sqrt(var + eps))).reshape(x.shape)
         if w is not None:
             out = out * w.reshape(cshape)
         if b is not None:
@@ -295,8 +294,8 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None,
                              f"size {input.shape}")
     n, c = shape[0], shape[1]
     x = input.contiguous().view(1, n * c, *shape[2:])
-    rm = None if running_mean is None else _make(np.tile(running_mean._data, n))
-    rv = None if running_var is None else _make(np.tile(running_var._data, n))
+    rm = None if running_mean is None else _make(xp_of(running_mean._data).tile(running_mean._data, n))
+    rv = None if running_var is None else _make(xp_of(running_var._data).tile(running_var._data, n))
     out = batch_norm(x, rm, rv, _repeat(weight, n), _repeat(bias, n), use_input_stats,
                      momentum, eps)
     for given, tiled in ((running_mean, rm), (running_var, rv)):

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
+import math
 
+from ..._backend import host, ndarray, xp_of
 from ..._tensor import Tensor, _make
 from ...ops._op import Op, apply1
 from .vision import AxisMap, _shape_str, apply_maps, ntuple, pad_array, windows
@@ -38,10 +39,11 @@ __all__ = [
 
 # --------------------------------------------------------------------------- index scatter/gather
 
-def _global_index(idx: np.ndarray, rows: int, plane: int) -> np.ndarray:
+def _global_index(idx: ndarray, rows: int, plane: int) -> ndarray:
     """Flat plane indices ``idx`` (rows of ``..., *out``) as indices into the flattened
     (rows, plane) array."""
-    flat = idx.reshape(rows, idx.size // rows if rows else 0) + np.arange(0, rows * plane, plane, dtype=np.int64)[:, None]
+    base = xp_of(idx).arange(0, rows * plane, plane, dtype=host.int64)
+    flat = idx.reshape(rows, idx.size // rows if rows else 0) + base[:, None]
     return flat.ravel()
 
 
@@ -54,15 +56,16 @@ class IndexScatter(Op):
     def forward(self, g, idx, size, unique):
         self.idx, self.unique = idx, unique
         lead = g.shape[:-2]
-        plane = int(np.prod(size))
-        rows = int(np.prod(lead))
+        plane = math.prod(size)
+        rows = math.prod(lead)
         flat = _global_index(idx, rows, plane)
+        xp = xp_of(g)
         if unique:
             # NOTE: one fancy assignment at global flat indices: ~3x faster than put_along_axis
-            out = np.zeros(rows * plane, dtype=g.dtype)
+            out = xp.zeros(rows * plane, dtype=g.dtype)
             out[flat] = g.ravel()
         else:
-            out = np.bincount(flat, weights=g.ravel(),
+            out = xp.bincount(flat, weights=g.ravel(),
                               minlength=rows * plane).astype(g.dtype, copy=False)
         return out.reshape(*lead, *size)
 
@@ -111,17 +114,18 @@ def _running_max(views, shape, dtype):
     """Max over ``views`` (one per kernel offset) and the offset of the max, by torch's rule
     ``val > max or isnan(val)``: the first maximum, or the last NaN.
 
-    NOTE: masked copies (``np.copyto(where=)``) are ~10x slower than these branch-free steps:
-    a running ``np.maximum``, then the first offset equal to the maximum in int8 arithmetic.
+    NOTE: masked copies (``copyto(where=)``) are ~10x slower than these branch-free steps:
+    a running ``maximum``, then the first offset equal to the maximum in int8 arithmetic.
     """
     views = list(views)
-    best = np.array(views[0], dtype=dtype, copy=True)
+    xp = xp_of(views[0])
+    best = xp.array(views[0], dtype=dtype, copy=True)
     for v in views[1:]:
-        np.maximum(best, v, out=best)
-    if dtype.kind == "f" and np.isnan(best).any():
+        xp.maximum(best, v, out=best)
+    if dtype.kind == "f" and xp.isnan(best).any():
         return best, _last_nan_or_first_max(views, shape)
-    itype = np.int8 if len(views) < 128 else np.int64
-    arg = np.zeros(shape, dtype=itype)
+    itype = host.int8 if len(views) < 128 else host.int64
+    arg = xp.zeros(shape, dtype=itype)
     found = views[0] == best
     for k in range(1, len(views)):
         hit = views[k] == best
@@ -132,12 +136,13 @@ def _running_max(views, shape, dtype):
 
 
 def _last_nan_or_first_max(views, shape):
-    best = np.array(views[0], copy=True)
-    arg = np.zeros(shape, dtype=np.int64)
+    xp = xp_of(views[0])
+    best = xp.array(views[0], copy=True)
+    arg = xp.zeros(shape, dtype=host.int64)
     for k, v in enumerate(views[1:], 1):
-        upd = (v > best) | np.isnan(v)
-        np.copyto(best, v, where=upd)
-        np.copyto(arg, k, where=upd)
+        upd = (v > best) | xp.isnan(v)
+        xp.copyto(best, v, where=upd)
+        xp.copyto(arg, k, where=upd)
     return arg
 
 
@@ -208,16 +213,17 @@ def _max_pool2d_arrays(a, kernel, stride, padding, dilation, out):
     h, w = a.shape[-2:]
     his = [max((o - 1) * s + d * (k - 1) + 1 - n - p, 0)
            for o, s, d, k, n, p in zip(out, stride, dilation, kernel, (h, w), padding)]
-    fill = -np.inf if a.dtype.kind == "f" else np.iinfo(a.dtype).min
-    xp = pad_array(a, [(p, hi) for p, hi in zip(padding, his)], fill)
-    win = windows(xp, kernel, stride, dilation, out)  # (..., OH, OW, kh, kw)
+    fill = -math.inf if a.dtype.kind == "f" else host.iinfo(a.dtype).min
+    padded = pad_array(a, [(p, hi) for p, hi in zip(padding, his)], fill)
+    win = windows(padded, kernel, stride, dilation, out)  # (..., OH, OW, kh, kw)
     views = (win[..., i, j] for i in range(kernel[0]) for j in range(kernel[1]))
     vals, arg = _running_max(views, win.shape[:-2], a.dtype)
     # flat index = window origin + the offset of the winning tap (a lookup, no divmod)
-    origin = ((np.arange(out[0]) * stride[0] - padding[0])[:, None] * w
-              + np.arange(out[1]) * stride[1] - padding[1])
-    offsets = (np.arange(kernel[0])[:, None] * (dilation[0] * w)
-               + np.arange(kernel[1]) * dilation[1]).ravel()
+    xp = xp_of(a)
+    origin = ((xp.arange(out[0]) * stride[0] - padding[0])[:, None] * w
+              + xp.arange(out[1]) * stride[1] - padding[1])
+    offsets = (xp.arange(kernel[0])[:, None] * (dilation[0] * w)
+               + xp.arange(kernel[1]) * dilation[1]).ravel()
     idx = offsets.take(arg)
     idx += origin
     return vals, idx
@@ -292,15 +298,15 @@ def max_pool1d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
 def _avg_map(axis, n, k, s, p, out, count_include_pad, fixed) -> AxisMap:
     """Average pooling along one axis as k strided taps over the zero-padded input, each
     weighing 1/(window size) (``fixed`` instead, if given)."""
-    o = np.arange(out)
+    o = host.arange(out)
     start = o * s - p
-    end = np.minimum(start + k, n + p)
+    end = host.minimum(start + k, n + p)
     if fixed is not None:
-        weight = np.full(out, fixed)
+        weight = host.full(out, fixed)
     elif count_include_pad:
         weight = 1.0 / (end - start)
     else:
-        weight = 1.0 / (np.minimum(end, n) - np.maximum(start, 0))
+        weight = 1.0 / (host.minimum(end, n) - host.maximum(start, 0))
     hi = max((out - 1) * s + k - n - p, 0)
     return AxisMap(axis, n, [(o * s + t, weight) for t in range(k)], pad=(p, hi))
 
@@ -342,7 +348,7 @@ def avg_pool1d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bo
 # --------------------------------------------------------------------------- adaptive pools
 
 def _adaptive_bounds(n: int, o: int):
-    i = np.arange(o)
+    i = host.arange(o)
     start = (i * n) // o
     end = -((-(i + 1) * n) // o)  # ceil
     return start, end
@@ -351,7 +357,7 @@ def _adaptive_bounds(n: int, o: int):
 def _adaptive_map(axis, n, o) -> AxisMap:
     start, end = _adaptive_bounds(n, o)
     k = int((end - start).max()) if o else 0
-    taps = [(np.minimum(start + t, end - 1), (start + t < end) / (end - start))
+    taps = [(host.minimum(start + t, end - 1), (start + t < end) / (end - start))
             for t in range(k)]
     return AxisMap(axis, n, taps)
 
@@ -420,16 +426,18 @@ def _adaptive_max_pool2d(input: Tensor, output_size):
     (hs, he), (ws, we) = _adaptive_bounds(h, out[0]), _adaptive_bounds(w, out[1])
     kh = int((he - hs).max()) if out[0] else 0
     kw = int((we - ws).max()) if out[1] else 0
-    rows = np.minimum(hs[:, None] + np.arange(kh), he[:, None] - 1)  # (OH, kh), last repeated
-    cols = np.minimum(ws[:, None] + np.arange(kw), we[:, None] - 1)
+    xp = xp_of(a)
+    # (OH, kh), the last index repeated: made on the host, moved to a's device
+    rows = xp.asarray(host.minimum(hs[:, None] + host.arange(kh), he[:, None] - 1))
+    cols = xp.asarray(host.minimum(ws[:, None] + host.arange(kw), we[:, None] - 1))
     views = (a[..., rows[:, i][:, None], cols[:, j]] for i in range(kh) for j in range(kw))
     if kh and kw:
         vals, arg = _running_max(views, shape[:-2] + out, a.dtype)
-        ki, kj = np.divmod(arg.astype(np.int64), kw)
-        idx = rows[np.arange(out[0])[:, None], ki] * w + cols[np.arange(out[1]), kj]
+        ki, kj = xp.divmod(arg.astype(host.int64), kw)
+        idx = rows[xp.arange(out[0])[:, None], ki] * w + cols[xp.arange(out[1]), kj]
     else:
-        vals = np.zeros(shape[:-2] + out, dtype=a.dtype)
-        idx = np.zeros(shape[:-2] + out, dtype=np.int64)
+        vals = xp.zeros(shape[:-2] + out, dtype=a.dtype)
+        idx = xp.zeros(shape[:-2] + out, dtype=host.int64)
     y = AdaptiveMaxPool2DBackward0.apply(input, params=(vals, idx, False))
     return y, _make(idx)
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import warnings
 
-import numpy as np
-
 from ..._backend import dtypes as _dt
+from ..._backend import host, ndarray, to_host, xp_of
 from ..._tensor import Tensor, _make
 from ...ops._op import Op, apply1
 
@@ -38,8 +37,9 @@ class EmbeddingDenseBackward0(Op):
         rows = g.reshape(-1, dim)
         if coef is not None:
             rows = rows * coef.reshape(-1, 1)
-        out = np.zeros((num, dim), dtype=g.dtype)
-        np.add.at(out, idx.reshape(-1), rows)
+        xp = xp_of(g)
+        out = xp.zeros((num, dim), dtype=g.dtype)
+        xp.add.at(out, idx.reshape(-1), rows)
         return out
 
     def backward(self, grad):
@@ -60,16 +60,17 @@ class _EmbeddingGather(Op):
         return apply1(EmbeddingDenseBackward0, grad, self.idx, self.coef, self.num)
 
 
-def _renorm_rows(weight: Tensor, idx: np.ndarray, max_norm: float, norm_type: float) -> None:
+def _renorm_rows(weight: Tensor, idx: ndarray, max_norm: float, norm_type: float) -> None:
     """torch's ``embedding_renorm_``: rows used by ``idx`` whose norm exceeds max_norm are
     scaled to it, in place (not recorded by autograd; the weight's version is bumped)."""
-    rows = np.unique(idx)
     w = weight._data
+    xp = xp_of(w)
+    rows = xp.unique(idx)
     sel = w[rows]
     if norm_type == float("inf"):
-        norms = np.max(np.abs(sel), axis=1)
+        norms = xp.abs(sel).max(axis=1)
     else:
-        norms = np.sum(np.abs(sel) ** norm_type, axis=1) ** (1.0 / norm_type)
+        norms = (xp.abs(sel) ** norm_type).sum(axis=1) ** (1.0 / norm_type)
     big = norms > max_norm
     scale = (max_norm / (norms[big] + 1e-7)).astype(w.dtype)
     w[rows[big]] = sel[big] * scale[:, None]
@@ -93,7 +94,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
             assert padding_idx >= -num, "Padding_idx must be within num_embeddings"
             padding_idx = num + padding_idx
     idx = input._data
-    if idx.dtype not in (np.int64, np.int32):
+    if idx.dtype not in (host.int64, host.int32):
         raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the "
                            f"following scalar types: Long, Int; but got torch."
                            f"{input.dtype._legacy} instead (while checking arguments for "
@@ -106,12 +107,13 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
         _renorm_rows(weight, idx, max_norm, norm_type)
     coef = None
     if scale_grad_by_freq or padding_idx is not None:
-        coef = np.ones(idx.shape, dtype=weight._data.dtype)
+        xp = xp_of(idx)
+        coef = xp.ones(idx.shape, dtype=weight._data.dtype)
         if scale_grad_by_freq:
-            counts = np.bincount(idx.reshape(-1), minlength=num)
+            counts = xp.bincount(idx.reshape(-1), minlength=num)
             coef = coef / counts[idx].astype(coef.dtype)
         if padding_idx is not None:
-            coef = np.where(idx == padding_idx, 0, coef).astype(coef.dtype)
+            coef = xp.where(idx == padding_idx, 0, coef).astype(coef.dtype)
     return apply1(EmbeddingBackward0, weight, idx, coef)
 
 
@@ -152,13 +154,14 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
         raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension "
                          f"{weight.dim()}")
     idx = input._data
+    xp = xp_of(idx)
     if input.dim() == 2:
         if offsets is not None:
             raise ValueError("if input is 2D, then offsets has to be None, as input is treated "
                              "is a mini-batch of fixed length sequences. However, found offsets "
                              f"of type {type(offsets)}")
-        offs = np.arange(0, idx.size, idx.shape[1]) if idx.shape[1] else np.zeros(
-            idx.shape[0], dtype=np.int64)
+        offs = host.arange(0, idx.size, idx.shape[1]) if idx.shape[1] else host.zeros(
+            idx.shape[0], dtype=host.int64)
         include_last_offset = False
         idx = idx.reshape(-1)
         if per_sample_weights is not None:
@@ -168,7 +171,7 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
             raise ValueError("offsets has to be a 1D Tensor but got None")
         if offsets.dim() != 1:
             raise ValueError("offsets has to be a 1D Tensor")
-        offs = offsets._data
+        offs = to_host(offsets._data)  # the bags' plan is made on the host
     else:
         raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
                          f"{input.dim()}")
@@ -179,7 +182,7 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
             raise ValueError("max mode does not support sparse weights")
     elif mode not in ("sum", "mean"):
         raise ValueError("mode has to be one of sum, mean or max")
-    if idx.dtype not in (np.int64, np.int32):
+    if idx.dtype not in (host.int64, host.int32):
         raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the "
                            f"following scalar types: Long, Int; but got torch."
                            f"{input.dtype._legacy} instead (while checking arguments for "
@@ -197,53 +200,54 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
     if offs.size and offs[-1] > n:
         raise RuntimeError(f"offsets[-1] can not be greater than input's length {n} but got "
                            f"offsets[-1] of {int(offs[-1])}")
-    if np.any(np.diff(offs) < 0) or (n and (idx.min() < 0 or idx.max() >= num)):
+    if host.any(host.diff(offs) < 0) or (n and (idx.min() < 0 or idx.max() >= num)):
         raise _bag_error()
     if include_last_offset:
         starts, ends = offs[:-1], offs[1:]
     else:
-        starts, ends = offs, np.append(offs[1:], n).astype(offs.dtype)
+        starts, ends = offs, host.append(offs[1:], n).astype(offs.dtype)
     bags = len(starts)
-    lengths = (ends - starts).astype(np.int64)
-    seg = np.repeat(np.arange(bags), lengths)  # the bag of each entry used
-    pos = np.concatenate([np.arange(a, b) for a, b in zip(starts, ends)]) if bags else \
-        np.zeros(0, dtype=np.int64)
+    lengths = (ends - starts).astype(host.int64)
+    seg = host.repeat(host.arange(bags), lengths)  # the bag of each entry used
+    pos = host.concatenate([host.arange(a, b) for a, b in zip(starts, ends)]) if bags else \
+        host.zeros(0, dtype=host.int64)
     if padding_idx is not None:
         if padding_idx < 0:
             padding_idx += num
-        keep = idx[pos] != padding_idx
+        keep = to_host(idx[xp.asarray(pos)] != padding_idx)
         pos, seg = pos[keep], seg[keep]
     dim = weight._data.shape[1]
-    rows = embedding(_make(idx[pos].astype(np.int64)), weight,
+    pos_t = _make(xp.asarray(pos))
+    rows = embedding(_make(idx[pos_t._data].astype(host.int64)), weight,
                      scale_grad_by_freq=scale_grad_by_freq)
     if mode == "max":
-        counts = np.bincount(seg, minlength=bags)
+        counts = host.bincount(seg, minlength=bags)
         width = int(counts.max()) if bags else 0
         if width == 0:
             return zeros(bags, dim, dtype=weight.dtype)
         # (bags, width) positions into rows, padded with an extra -inf row
-        slot = np.arange(len(seg)) - np.repeat(np.cumsum(counts) - counts, counts)
-        table = np.full((bags, width), len(seg), dtype=np.int64)
-        table[seg, slot] = np.arange(len(seg))
+        slot = host.arange(len(seg)) - host.repeat(host.cumsum(counts) - counts, counts)
+        table = host.full((bags, width), len(seg), dtype=host.int64)
+        table[seg, slot] = host.arange(len(seg))
         ext = cat([rows, full((1, dim), float("-inf"), dtype=weight.dtype)], 0)
-        out = ext[_make(table)].max(dim=1).values
+        out = ext[_make(xp.asarray(table))].max(dim=1).values
         empty = counts == 0
         if empty.any():
-            out = out.masked_fill(_make(empty[:, None]), 0)
+            out = out.masked_fill(_make(xp.asarray(empty[:, None])), 0)
         return out
     if per_sample_weights is not None:
-        rows = rows * per_sample_weights[_make(pos)].unsqueeze(1)
+        rows = rows * per_sample_weights[pos_t].unsqueeze(1)
     elif mode == "mean":
-        counts = np.bincount(seg, minlength=bags)
-        scale = 1.0 / np.maximum(counts, 1)[seg]
-        rows = rows * _make(scale[:, None].astype(weight._data.dtype))
-    return zeros(bags, dim, dtype=weight.dtype).index_add(0, _make(seg), rows)
+        counts = host.bincount(seg, minlength=bags)
+        scale = 1.0 / host.maximum(counts, 1)[seg]
+        rows = rows * _make(xp.asarray(scale[:, None].astype(weight._data.dtype)))
+    return zeros(bags, dim, dtype=weight.dtype).index_add(0, _make(xp.asarray(seg)), rows)
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     """``F.one_hot``: int64 indices to an int64 one-hot tensor with a trailing class dim."""
     idx = tensor._data
-    if idx.dtype != np.int64:
+    if idx.dtype != host.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     if num_classes == -1:
         if not idx.size:
@@ -254,4 +258,4 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
             raise RuntimeError("Class values must be non-negative.")
         if idx.max() >= num_classes:
             raise RuntimeError("Class values must be smaller than num_classes.")
-    return _make((idx[..., None] == np.arange(num_classes)).astype(np.int64))
+    return _make((idx[..., None] == xp_of(idx).arange(num_classes)).astype(host.int64))

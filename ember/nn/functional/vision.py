@@ -18,9 +18,7 @@ import math
 from itertools import pairwise
 from numbers import Integral
 
-import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
-
+from ..._backend import host, ndarray, xp_of
 from ..._tensor import Tensor
 from ...ops._op import Op, apply1
 
@@ -48,50 +46,50 @@ def _shape_str(shape) -> str:
 
 # --------------------------------------------------------------------------- windows (im2col)
 
-def windows(xp: np.ndarray, kernel: tuple, stride: tuple, dilation: tuple,
-            out: tuple) -> np.ndarray:
+def windows(padded: ndarray, kernel: tuple, stride: tuple, dilation: tuple,
+            out: tuple) -> ndarray:
     """The view (..., *out, *kernel) of the windows over the last ``len(kernel)`` axes of
-    ``xp`` (already padded): window ``o`` starts at ``o * stride``, taps ``dilation`` apart."""
+    ``padded``: window ``o`` starts at ``o * stride``, taps ``dilation`` apart."""
     nd = len(kernel)
     span = tuple(d * (k - 1) + 1 for k, d in zip(kernel, dilation))
-    axes = tuple(range(xp.ndim - nd, xp.ndim))
-    v = sliding_window_view(xp, span, axis=axes)
-    lead = (slice(None),) * (xp.ndim - nd)
+    axes = tuple(range(padded.ndim - nd, padded.ndim))
+    v = xp_of(padded).lib.stride_tricks.sliding_window_view(padded, span, axis=axes)
+    lead = (slice(None),) * (padded.ndim - nd)
     starts = tuple(slice(0, (o - 1) * s + 1 if o else 0, s) for o, s in zip(out, stride))
     taps = tuple(slice(None, None, d) for d in dilation)
     return v[lead + starts + taps]
 
 
-def accumulate_windows(cols: np.ndarray, padded: tuple, stride: tuple,
-                       dilation: tuple) -> np.ndarray:
+def accumulate_windows(cols: ndarray, padded: tuple, stride: tuple,
+                       dilation: tuple) -> ndarray:
     """col2im: sum ``cols`` (..., *kernel, *out) into zeros (..., *padded), window ``o`` at
     ``o * stride``: one strided add per kernel offset, the adjoint of ``windows``."""
     nd = len(padded)
     lead_nd = cols.ndim - 2 * nd
     kernel = cols.shape[lead_nd:lead_nd + nd]
     out = cols.shape[lead_nd + nd:]
-    buf = np.zeros(cols.shape[:lead_nd] + tuple(padded), dtype=cols.dtype)
+    buf = xp_of(cols).zeros(cols.shape[:lead_nd] + tuple(padded), dtype=cols.dtype)
     if not all(out):
         return buf
     lead = (slice(None),) * lead_nd
-    for k in np.ndindex(*kernel):
+    for k in host.ndindex(*kernel):
         dst = tuple(slice(i * d, i * d + (o - 1) * s + 1, s)
                     for i, d, o, s in zip(k, dilation, out, stride))
         buf[lead + dst] += cols[lead + k]
     return buf
 
 
-def pad_array(x: np.ndarray, pads, value=0) -> np.ndarray:
+def pad_array(x: ndarray, pads, value=0) -> ndarray:
     """Pad the last ``len(pads)`` axes by ``(lo, hi)`` pairs (no copy when nothing to pad)."""
     if not any(lo or hi for lo, hi in pads):
         return x
     widths = [(0, 0)] * (x.ndim - len(pads)) + [tuple(p) for p in pads]
-    return np.pad(x, widths, constant_values=value)
+    return xp_of(x).pad(x, widths, constant_values=value)
 
 
 # --------------------------------------------------------------------------- separable maps
 
-def _as_index(idx: np.ndarray):
+def _as_index(idx: ndarray):
     """A slice when ``idx`` is an increasing arithmetic progression (a view, no gather)."""
     n = idx.size
     if n == 0:
@@ -99,18 +97,18 @@ def _as_index(idx: np.ndarray):
     if n == 1:
         return slice(int(idx[0]), int(idx[0]) + 1)
     step = int(idx[1] - idx[0])
-    if step > 0 and np.all(np.diff(idx) == step):
+    if step > 0 and host.all(host.diff(idx) == step):
         return slice(int(idx[0]), int(idx[-1]) + 1, step)
     return idx
 
 
-def _slice_or(idx: np.ndarray):
+def _slice_or(idx: ndarray):
     """``idx`` as a slice when it is an arithmetic progression of either sign, else itself."""
     n = idx.size
     if n == 1:
         return slice(int(idx[0]), int(idx[0]) + 1)
     step = int(idx[1] - idx[0])
-    if step and np.all(np.diff(idx) == step):
+    if step and host.all(host.diff(idx) == step):
         stop = int(idx[-1]) + step
         return slice(int(idx[0]), stop if stop >= 0 else None, step)
     return idx
@@ -120,37 +118,42 @@ def _scatter_plan(index):
     """How the adjoint adds a tap back, as (source positions, targets) pairs, each a slice or
     an index array with unique targets, so a plain ``+=`` is right. Few runs of steady step
     (a padding's borders and interior) give one pair per run; few repeats of each target
-    (upsampling) give one pair per repeat; otherwise one ``np.add.reduceat`` (None)."""
+    (upsampling) give one pair per repeat; otherwise one ``add.reduceat`` (None)."""
     if isinstance(index, slice):
         return ((slice(None), index),)
     n = index.size
-    d = np.diff(index)
+    d = host.diff(index)
     if not (d == 0).any():
-        change = np.flatnonzero(d[1:] != d[:-1]) + 1
+        change = host.flatnonzero(d[1:] != d[:-1]) + 1
         if change.size <= 8:
             bounds = [0] + [int(c) + 1 for c in change] + [n]
             return tuple((slice(a, b), _slice_or(index[a:b])) for a, b in pairwise(bounds)
                          if b > a)
-    order = np.argsort(index, kind="stable")
+    order = host.argsort(index, kind="stable")
     s = index[order]
-    first = np.r_[True, s[1:] != s[:-1]]
-    rank = np.arange(n) - np.maximum.accumulate(np.where(first, np.arange(n), 0))
-    occurrence = np.empty(n, dtype=np.int64)
+    first = host.r_[True, s[1:] != s[:-1]]
+    rank = host.arange(n) - host.maximum.accumulate(host.where(first, host.arange(n), 0))
+    occurrence = host.empty(n, dtype=host.int64)
     occurrence[order] = rank
     if occurrence.max() < 8:
         plan = []
         for k in range(int(occurrence.max()) + 1):
-            pos = np.flatnonzero(occurrence == k)
+            pos = host.flatnonzero(occurrence == k)
             plan.append((_slice_or(pos), _slice_or(index[pos])))
         return tuple(plan)
     return None
 
 
 def _reduceat_plan(index):
-    order = np.argsort(index, kind="stable")
+    order = host.argsort(index, kind="stable")
     s = index[order]
-    starts = np.flatnonzero(np.r_[True, s[1:] != s[:-1]])
+    starts = host.flatnonzero(host.r_[True, s[1:] != s[:-1]])
     return order, starts, s[starts]
+
+
+def _on(xp, index):
+    """A slice, or a host index array moved to ``xp``'s device (no copy on NumPy)."""
+    return index if isinstance(index, slice) else xp.asarray(index)
 
 
 class AxisMap:
@@ -161,55 +164,60 @@ class AxisMap:
 
     def __init__(self, axis: int, n_in: int, taps, pad=(0, 0)):
         self.axis, self.n_in, self.pad = axis, n_in, tuple(pad)
-        self.taps = tuple((_as_index(np.asarray(i, dtype=np.int64)),
-                           None if w is None else np.asarray(w, dtype=np.float64))
+        self.taps = tuple((_as_index(host.asarray(i, dtype=host.int64)),
+                           None if w is None else host.asarray(w, dtype=host.float64))
                           for i, w in taps)
         self.plans = tuple(_scatter_plan(i) for i, _ in self.taps)
 
-    def apply(self, a: np.ndarray) -> np.ndarray:
+    def apply(self, a: ndarray) -> ndarray:
+        xp = xp_of(a)
         ax = a.ndim + self.axis
         if self.pad != (0, 0):
             widths = [(0, 0)] * a.ndim
             widths[ax] = self.pad
-            a = np.pad(a, widths)
+            a = xp.pad(a, widths)
         pre = (slice(None),) * ax
         shape = (-1,) + (1,) * (-self.axis - 1)
         out = None
         for (index, w), plan in zip(self.taps, self.plans):
             if isinstance(index, slice) or plan is None:
-                t = a[pre + (index,)]
+                t = a[pre + (_on(xp, index),)]
             else:  # a few slice copies beat one gather along a middle axis
                 size = list(a.shape)
                 size[ax] = index.size
-                t = np.empty(size, dtype=a.dtype)
+                t = xp.empty(size, dtype=a.dtype)
                 for pos, target in plan:
-                    t[pre + (pos,)] = a[pre + (target,)]
+                    t[pre + (_on(xp, pos),)] = a[pre + (_on(xp, target),)]
             if w is not None:
-                t = t * w.astype(a.dtype, copy=False).reshape(shape)
+                t = t * xp.asarray(w.astype(a.dtype, copy=False).reshape(shape))
             if out is None:
                 out = t if w is not None or not isinstance(index, slice) else t.copy()
             else:
                 out += t
         return out
 
-    def adjoint(self, g: np.ndarray) -> np.ndarray:
+    def adjoint(self, g: ndarray) -> ndarray:
+        xp = xp_of(g)
         ax = g.ndim + self.axis
         shape = list(g.shape)
         lo, hi = self.pad
         shape[ax] = self.n_in + lo + hi
-        out = np.zeros(shape, dtype=g.dtype)
+        out = xp.zeros(shape, dtype=g.dtype)
         pre = (slice(None),) * ax
         wshape = (-1,) + (1,) * (-self.axis - 1)
         if g.shape[ax] == 0:
             return out[pre + (slice(lo, lo + self.n_in),)]
         for (index, w), plan in zip(self.taps, self.plans):
-            t = g if w is None else g * w.astype(g.dtype, copy=False).reshape(wshape)
+            if w is not None:
+                t = g * xp.asarray(w.astype(g.dtype, copy=False).reshape(wshape))
+            else:
+                t = g
             if plan is not None:
                 for pos, target in plan:
-                    out[pre + (target,)] += t[pre + (pos,)]
+                    out[pre + (_on(xp, target),)] += t[pre + (_on(xp, pos),)]
             else:
-                order, starts, targets = _reduceat_plan(index)
-                out[pre + (targets,)] += np.add.reduceat(np.take(t, order, axis=ax), starts,
+                order, starts, targets = (xp.asarray(v) for v in _reduceat_plan(index))
+                out[pre + (targets,)] += xp.add.reduceat(xp.take(t, order, axis=ax), starts,
                                                          axis=ax)
         return out[pre + (slice(lo, lo + self.n_in),)] if lo or hi else out
 
@@ -241,7 +249,7 @@ class SeparableMapAdjoint(Op):
         self.maps = maps
         for m in reversed(maps):
             g = m.adjoint(g)
-        return np.ascontiguousarray(g)
+        return xp_of(g).ascontiguousarray(g)
 
     def backward(self, grad):
         return apply1(self.map_node, grad, self.maps)
@@ -282,7 +290,7 @@ class ConstantPadNdBackward0(Op):
         a = a[(slice(None),) * (a.ndim - nd) + crop]
         grow = [(max(lo, 0), max(hi, 0)) for lo, hi in pads]
         fill = 0 if value is None else value
-        return np.pad(a, [(0, 0)] * (a.ndim - nd) + grow, constant_values=fill)
+        return xp_of(a).pad(a, [(0, 0)] * (a.ndim - nd) + grow, constant_values=fill)
 
     def backward(self, grad):
         return apply1(ConstantPadNdBackward0, grad, tuple((-lo, -hi) for lo, hi in self.pads), 0)
@@ -296,17 +304,17 @@ _PAD_NODES = {"reflect": "ReflectionPad{}DBackward0", "replicate": "ReplicationP
               "circular": "CircularPad{}DBackward0"}
 
 
-def _pad_index(n: int, lo: int, hi: int, mode: str) -> np.ndarray:
+def _pad_index(n: int, lo: int, hi: int, mode: str) -> ndarray:
     """The source index of each output position along one padded axis."""
     if mode == "circular":  # as torch: negative pads crop first, then the crop wraps around
-        core = np.arange(max(-lo, 0), n - max(-hi, 0))
+        core = host.arange(max(-lo, 0), n - max(-hi, 0))
         parts = [core[core.size - lo:]] if lo > 0 else []
-        return np.concatenate(parts + [core] + ([core[:hi]] if hi > 0 else []))
-    j = np.arange(-lo, n + hi)
+        return host.concatenate(parts + [core] + ([core[:hi]] if hi > 0 else []))
+    j = host.arange(-lo, n + hi)
     if mode == "reflect":
-        j = np.abs(j)
-        return np.where(j > n - 1, 2 * (n - 1) - j, j)
-    return np.clip(j, 0, n - 1)
+        j = host.abs(j)
+        return host.where(j > n - 1, 2 * (n - 1) - j, j)
+    return host.clip(j, 0, n - 1)
 
 
 def pad(input: Tensor, pad, mode: str = "constant", value: float | None = None) -> Tensor:
@@ -368,9 +376,9 @@ class Im2ColBackward0(Op):
     def forward(self, a, kernel, dilation, padding, stride):
         self.size, self.params = a.shape[-2:], (kernel, dilation, padding, stride)
         out = _blocks(a.shape[-2:], kernel, dilation, padding, stride)
-        xp = pad_array(a, [(p, p) for p in padding])
-        w = windows(xp, kernel, stride, dilation, out)  # (*, C, oh, ow, kh, kw)
-        w = np.moveaxis(w, (-2, -1), (-4, -3))          # (*, C, kh, kw, oh, ow)
+        padded = pad_array(a, [(p, p) for p in padding])
+        w = windows(padded, kernel, stride, dilation, out)  # (*, C, oh, ow, kh, kw)
+        w = xp_of(w).moveaxis(w, (-2, -1), (-4, -3))        # (*, C, kh, kw, oh, ow)
         return w.reshape(*a.shape[:-3], a.shape[-3] * kernel[0] * kernel[1], out[0] * out[1])
 
     def backward(self, grad):
@@ -391,7 +399,7 @@ class Col2ImBackward0(Op):
         padded = tuple(s + 2 * p for s, p in zip(size, padding))
         buf = accumulate_windows(cols, padded, stride, dilation)
         crop = tuple(slice(p, p + s) for p, s in zip(padding, size))
-        return np.ascontiguousarray(buf[(Ellipsis,) + crop])
+        return xp_of(buf).ascontiguousarray(buf[(Ellipsis,) + crop])
 
     def backward(self, grad):
         return apply1(Im2ColBackward0, grad, *self.params)
@@ -461,27 +469,27 @@ def _src_scale(n_in: int, n_out: int, scale, align_corners: bool, dtype) -> floa
 
 def _nearest_map(axis, n_in, n_out, scale, exact, dtype) -> AxisMap:
     if n_out == n_in:
-        idx = np.arange(n_out)
+        idx = host.arange(n_out)
     elif n_out == 2 * n_in and not exact:
-        idx = np.arange(n_out) >> 1
+        idx = host.arange(n_out) >> 1
     else:
-        s = np.float32(1.0 / scale) if scale is not None and scale > 0 else \
-            np.float32(n_in) / np.float32(n_out)
-        j = np.arange(n_out, dtype=np.float32)
-        src = np.floor((j + np.float32(0.5)) * s if exact else j * s).astype(np.int64)
-        idx = np.minimum(src, n_in - 1)
+        s = host.float32(1.0 / scale) if scale is not None and scale > 0 else \
+            host.float32(n_in) / host.float32(n_out)
+        j = host.arange(n_out, dtype=host.float32)
+        src = host.floor((j + host.float32(0.5)) * s if exact else j * s).astype(host.int64)
+        idx = host.minimum(src, n_in - 1)
     return AxisMap(axis, n_in, [(idx, None)])
 
 
 def _linear_map(axis, n_in, n_out, scale, align_corners, dtype) -> AxisMap:
-    dt = np.dtype(np.float64 if dtype == np.float64 else np.float32)
+    dt = host.dtype(host.float64 if dtype == host.float64 else host.float32)
     s = _src_scale(n_in, n_out, scale, align_corners, dt)
-    j = np.arange(n_out, dtype=dt)
+    j = host.arange(n_out, dtype=dt)
     if align_corners:
         real = s * j
     else:
-        real = np.maximum(s * (j + dt.type(0.5)) - dt.type(0.5), dt.type(0))
-    i0 = real.astype(np.int64)
+        real = host.maximum(s * (j + dt.type(0.5)) - dt.type(0.5), dt.type(0))
+    i0 = real.astype(host.int64)
     i1 = i0 + (i0 < n_in - 1)
     lam1 = real - i0.astype(dt)
     lam0 = dt.type(1) - lam1
@@ -584,7 +592,7 @@ def _size_error(in_size, out_size) -> str:
 
 # --------------------------------------------------------------------------- pixel shuffle
 
-def _shuffle(a: np.ndarray, r: int) -> np.ndarray:
+def _shuffle(a: ndarray, r: int) -> ndarray:
     *lead, c, h, w = a.shape
     a = a.reshape(*lead, c // (r * r), r, r, h, w)
     n = len(lead)
@@ -592,7 +600,7 @@ def _shuffle(a: np.ndarray, r: int) -> np.ndarray:
     return a.reshape(*lead, c // (r * r), h * r, w * r)
 
 
-def _unshuffle(a: np.ndarray, r: int) -> np.ndarray:
+def _unshuffle(a: ndarray, r: int) -> ndarray:
     *lead, c, h, w = a.shape
     a = a.reshape(*lead, c, h // r, r, w // r, r)
     n = len(lead)

@@ -7,8 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import NamedTuple
 
-import numpy as np
-
+from ..._backend import host, ndarray, to_host, xp_of
 from ..._tensor import Tensor, _make
 
 __all__ = [
@@ -85,16 +84,18 @@ def invert_permutation(permutation: Tensor | None) -> Tensor | None:
     """The inverse of an index permutation (None stays None)."""
     if permutation is None:
         return None
-    perm = permutation.numpy()
-    out = np.empty_like(perm)
-    out[perm] = np.arange(perm.size, dtype=perm.dtype)
+    perm = permutation._data
+    xp = xp_of(perm)
+    out = xp.empty_like(perm)
+    out[perm] = xp.arange(perm.size, dtype=perm.dtype)
     return _make(out)
 
 
-def _lengths_array(lengths) -> np.ndarray:
+def _lengths_array(lengths) -> ndarray:
+    """The lengths as a host int64 array (torch keeps lengths and batch sizes on the CPU)."""
     if isinstance(lengths, Tensor):
-        return lengths.numpy().astype(np.int64)
-    return np.asarray(lengths, dtype=np.int64).reshape(-1)
+        return to_host(lengths._data).astype(host.int64)
+    return host.asarray(lengths, dtype=host.int64).reshape(-1)
 
 
 def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.0,
@@ -145,11 +146,12 @@ def pack_padded_sequence(input: Tensor, lengths, batch_first: bool = False,
     the given lengths. With ``enforce_sorted`` the lengths must be decreasing; otherwise the
     batch is sorted and the permutation kept in the result."""
     lens = _lengths_array(lengths)
+    xp = xp_of(input._data)
     sorted_indices = None
     if not enforce_sorted:
-        order = np.argsort(-lens, kind="stable")
+        order = host.argsort(-lens, kind="stable")
         lens = lens[order]
-        sorted_indices = _make(order.astype(np.int64))
+        sorted_indices = _make(xp.asarray(order.astype(host.int64)))
         input = input.index_select(0 if batch_first else 1, sorted_indices)
     if batch_first:
         input = input.transpose(0, 1)
@@ -160,7 +162,7 @@ def pack_padded_sequence(input: Tensor, lengths, batch_first: bool = False,
     if lens.size and lens.min() <= 0:
         raise RuntimeError("Length of all samples has to be greater than 0, but found an "
                            "element in 'lengths' that is <= 0")
-    if np.any(np.diff(lens) > 0):
+    if host.any(host.diff(lens) > 0):
         raise RuntimeError("`lengths` array must be sorted in decreasing order when "
                            "`enforce_sorted` is True. You can pass `enforce_sorted=False` to "
                            "pack_padded_sequence and/or pack_sequence to sidestep this "
@@ -168,11 +170,11 @@ def pack_padded_sequence(input: Tensor, lengths, batch_first: bool = False,
     if lens[0] > input.shape[0]:
         raise RuntimeError(f"Expected the longest length ({lens[0]}) to be at most the padded "
                            f"sequence length ({input.shape[0]})")
-    steps = np.arange(lens[0])
-    batch_sizes = (lens[None, :] > steps[:, None]).sum(1).astype(np.int64)
-    idx = np.concatenate([t * batch + np.arange(b) for t, b in enumerate(batch_sizes)])
+    steps = host.arange(lens[0])
+    batch_sizes = (lens[None, :] > steps[:, None]).sum(1).astype(host.int64)
+    idx = host.concatenate([t * batch + host.arange(b) for t, b in enumerate(batch_sizes)])
     flat = input.reshape(input.shape[0] * batch, *input.shape[2:])
-    data = flat.index_select(0, _make(idx.astype(np.int64)))
+    data = flat.index_select(0, _make(xp.asarray(idx.astype(host.int64))))
     return PackedSequence(data, _make(batch_sizes), sorted_indices, None)
 
 
@@ -182,7 +184,7 @@ def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False,
     ``pack_padded_sequence`` (the original batch order is restored)."""
     from ...ops.creation import full
     from ...ops.joining import cat
-    batch_sizes = sequence.batch_sizes.numpy().astype(np.int64)
+    batch_sizes = to_host(sequence.batch_sizes._data).astype(host.int64)
     max_len = batch_sizes.size
     if total_length is not None:
         if total_length < max_len:
@@ -193,22 +195,22 @@ def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False,
     data = sequence.data
     batch = int(batch_sizes[0]) if batch_sizes.size else 0
     n = data.shape[0]
-    gather = np.full((max_len, batch), n, dtype=np.int64)  # row n: the padding row
+    gather = host.full((max_len, batch), n, dtype=host.int64)  # row n: the padding row
     offset = 0
     for t, b in enumerate(batch_sizes):
-        gather[t, :b] = np.arange(offset, offset + b)
+        gather[t, :b] = host.arange(offset, offset + b)
         offset += b
     rest = tuple(data.shape[1:])
     src = cat([data, full((1, *rest), padding_value, dtype=data.dtype)])
-    out = src.index_select(0, _make(gather.reshape(-1))).reshape(max_len, batch, *rest)
-    lengths = (batch_sizes[None, :] > np.arange(batch)[:, None]).sum(1).astype(np.int64)
+    gather = _make(xp_of(data._data).asarray(gather.reshape(-1)))
+    out = src.index_select(0, gather).reshape(max_len, batch, *rest)
+    lengths = (batch_sizes[None, :] > host.arange(batch)[:, None]).sum(1).astype(host.int64)
     if batch_first:
         out = out.transpose(0, 1)
-    lengths = _make(lengths)
     if sequence.unsorted_indices is not None:
         out = out.index_select(0 if batch_first else 1, sequence.unsorted_indices)
-        lengths = lengths[sequence.unsorted_indices]
-    return out, lengths
+        lengths = lengths[to_host(sequence.unsorted_indices._data)]  # as torch: on the CPU
+    return out, _make(lengths)
 
 
 def pack_sequence(sequences, enforce_sorted: bool = True) -> PackedSequence:

@@ -13,8 +13,7 @@ import copy
 import re
 from collections.abc import Callable
 
-import numpy as np
-
+from ..._backend import host
 from ..._backend.dtypes import float64
 from ..._tensor import Tensor
 from ...ops.creation import as_tensor, tensor
@@ -145,8 +144,8 @@ def collate_str_fn(batch, *, collate_fn_map=None):
 
 default_collate_fn_map: dict[type | tuple[type, ...], Callable] = {
     Tensor: collate_tensor_fn,
-    np.ndarray: collate_numpy_array_fn,
-    (np.bool_, np.number, np.object_): collate_numpy_scalar_fn,
+    host.ndarray: collate_numpy_array_fn,
+    (host.bool_, host.number, host.object_): collate_numpy_scalar_fn,
     float: collate_float_fn,
     int: collate_int_fn,
     str: collate_str_fn,

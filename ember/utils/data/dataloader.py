@@ -404,13 +404,12 @@ class _ResumeIteration:
 def _worker_loop(dataset_kind, dataset, index_queue, data_queue, auto_collation, collate_fn,
                  drop_last, base_seed, init_fn, worker_id, num_workers, parent_pid):
     global _worker_info
-    import numpy as np
-
     from ... import random as ember_random
+    from ..._backend import host
     seed = base_seed + worker_id
     random.seed(seed)
     ember_random.manual_seed(seed)
-    np.random.seed(seed % 2**32)
+    host.random.seed(seed % 2**32)  # NumPy's global generator, as torch seeds it
     _worker_info = WorkerInfo(id=worker_id, num_workers=num_workers, seed=seed, dataset=dataset)
     init_exception = None
     fetcher = None

@@ -17,12 +17,13 @@ a ``uint8`` ember tensor of shape ``(28, 28)`` (values 0-255), not a PIL image. 
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-import numpy as np
-
+from ..._backend import host
+from ..._tensor import _make
 from ...ops.creation import from_numpy
 from .dataset import Dataset
 
@@ -32,7 +33,7 @@ _IMAGES_MAGIC = 0x0803  # IDX: two zero bytes, dtype 0x08 (uint8), 3 dimensions
 _LABELS_MAGIC = 0x0801  # IDX: two zero bytes, dtype 0x08 (uint8), 1 dimension
 
 
-def _read_idx(path: str, expected_magic: int, ndim: int) -> np.ndarray:
+def _read_idx(path: str, expected_magic: int, ndim: int):
     """The array stored in an IDX file (plain or gzipped), after checking its header and size."""
     import gzip  # here, not at import time: only reading a dataset needs them
     import zlib
@@ -59,13 +60,13 @@ def _read_idx(path: str, expected_magic: int, ndim: int) -> np.ndarray:
                          f"{'s' if ndim > 1 else ''}). The file is corrupt, or is not the "
                          "file its name says: fetch it again.")
     shape = tuple(int.from_bytes(raw[4 + 4 * i:8 + 4 * i], "big") for i in range(ndim))
-    expected = header + int(np.prod(shape, dtype=np.int64))
+    expected = header + math.prod(shape)
     if len(raw) != expected:
         raise ValueError(f"'{path}' is corrupt: its header promises shape {shape}, that is "
                          f"{expected} bytes, but the file holds {len(raw)} bytes"
                          f"{' (truncated)' if len(raw) < expected else ''}. Fetch it again.")
     # copy: a writable array owned by the tensor, not a view of the read-only bytes
-    return np.frombuffer(raw, dtype=np.uint8, offset=header).reshape(shape).copy()
+    return host.frombuffer(raw, dtype=host.uint8, offset=header).reshape(shape).copy()
 
 
 class MNIST(Dataset):
@@ -112,7 +113,7 @@ class MNIST(Dataset):
                              f"{self._display_name} has {len(self.classes)} classes: the file "
                              "is corrupt. Fetch it again.")
         self.data = from_numpy(images)
-        self.targets = from_numpy(labels.astype(np.int64))
+        self.targets = from_numpy(labels.astype(host.int64))
 
     @property
     def raw_folder(self) -> str:
@@ -139,7 +140,7 @@ class MNIST(Dataset):
     def __getitem__(self, index: int) -> tuple[Any, Any]:
         # read through ``data``/``targets`` so that reassigning them (a subset) works, as in
         # torchvision; the image is a copy, so a transform changing it in place is harmless
-        image = from_numpy(self.data._data[index].copy())
+        image = _make(self.data._data[index].copy())  # on data's device
         target = int(self.targets._data[index])
         if self.transform is not None:
             image = self.transform(image)
