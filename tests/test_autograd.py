@@ -25,7 +25,7 @@ M23 = [[1.0, 2.0, -3.0], [0.5, -1.5, 2.5]]
 def _np(t):
     if t is None:
         return None
-    return t.detach().numpy() if hasattr(t, "detach") else np.asarray(t)
+    return t.detach().cpu().numpy() if hasattr(t, "detach") else np.asarray(t)
 
 
 def assert_same(e, t, rtol=1e-5, atol=1e-6):
