@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # test the working tree
 
-import ember  # noqa: E402  (after the path insert: the working tree's ember)
+import ember  # after the path insert: the working tree's ember
 
 # EMBER_TEST_DEVICE=strict runs the whole session with the default device set to the strict
 # backend (the CuPy-like CPU stand-in), so tests that create tensors without ``device=`` (the

@@ -32,7 +32,8 @@ def _loss(lib, params):
 
 def _close(ep, tp, rtol=1e-4, atol=1e-5):
     for e, t in zip(ep, tp):
-        np.testing.assert_allclose(e.detach().numpy(), t.detach().numpy(), rtol=rtol, atol=atol)
+        np.testing.assert_allclose(e.detach().cpu().numpy(), t.detach().numpy(), rtol=rtol,
+                                   atol=atol)
 
 
 CASES = [
@@ -103,7 +104,7 @@ def test_matches_torch_for_20_steps(torch, name, kwargs):
             assert isinstance(ev, ember.Tensor)
             assert ev.shape == tuple(tv.shape) and str(ev.dtype) == str(tv.dtype)
             # the state integrates gradients that the two libraries round differently
-            np.testing.assert_allclose(ev.numpy(), tv.numpy(), rtol=1e-3, atol=1e-5)
+            np.testing.assert_allclose(ev.cpu().numpy(), tv.numpy(), rtol=1e-3, atol=1e-5)
 
 
 GRADS = [[RNG.standard_normal(v.shape).astype(np.float32) for v in INIT.values()]
@@ -119,7 +120,7 @@ def test_same_gradients_give_torchs_update(torch, name, kwargs):
     to = getattr(torch.optim, name)(tp, **kwargs)
     for grads in GRADS:
         for e, t, g in zip(ep, tp, grads):
-            e.grad = ember.tensor(g + e.detach().numpy())
+            e.grad = ember.tensor(g + e.detach().cpu().numpy())
             t.grad = torch.tensor(g + t.detach().numpy())
         eo.step()
         to.step()
@@ -138,7 +139,7 @@ def test_state_dict_round_trip_continues_identically(name, kwargs):
     _run(ember, eo, ep, 5)
     _run(ember, eo2, ep2, 5)
     for a, b in zip(ep, ep2):
-        np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
+        np.testing.assert_array_equal(a.detach().cpu().numpy(), b.detach().cpu().numpy())
 
 
 def test_torch_state_dict_loads_into_ember(torch):
@@ -364,7 +365,7 @@ def test_float64_params(torch):
             opt.zero_grad()
             (p[0].sin() ** 2).sum().backward()
             opt.step()
-    np.testing.assert_allclose(ep[0].detach().numpy(), tp[0].detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(ep[0].detach().cpu().numpy(), tp[0].detach().numpy(), rtol=1e-12)
     assert ep[0].dtype == ember.float64
 
 
@@ -396,7 +397,7 @@ def test_lbfgs_rosenbrock_matches_torch(torch, line_search_fn, history_size, dty
         trace = []
         for _ in range(5):
             loss = opt.step(closure)
-            trace.append((loss.item(), xy.detach().numpy().copy()))
+            trace.append((loss.item(), xy.detach().cpu().numpy().copy()))
         state = opt.state_dict()["state"][0]
         results[lib.__name__] = (trace, state["func_evals"], state["n_iter"], list(state))
     (et, ef, en, ek), (tt, tf, tn, tk) = results["ember"], results["torch"]
@@ -423,7 +424,7 @@ def test_lbfgs_converges_on_rosenbrock_with_strong_wolfe():
         return loss
 
     opt.step(closure)
-    np.testing.assert_allclose(xy.detach().numpy(), [1.0, 1.0], atol=1e-5)
+    np.testing.assert_allclose(xy.detach().cpu().numpy(), [1.0, 1.0], atol=1e-5)
 
 
 def test_lbfgs_mlp_matches_torch(torch):
@@ -483,7 +484,7 @@ def test_lbfgs_state_dict_round_trip():
     opt2.load_state_dict(copy.deepcopy(opt.state_dict()))
     opt.step(closure)
     opt2.step(closure2)
-    np.testing.assert_array_equal(xy.detach().numpy(), xy2.detach().numpy())
+    np.testing.assert_array_equal(xy.detach().cpu().numpy(), xy2.detach().cpu().numpy())
 
 
 def test_no_warnings_in_a_step():
@@ -509,6 +510,6 @@ def test_trains_an_nn_module_like_torch(torch):
             opt.step()
     for (en, ep), (tn, tp) in zip(em.named_parameters(), tm.named_parameters()):
         assert en == tn
-        np.testing.assert_allclose(ep.detach().numpy(), tp.detach().numpy(), rtol=1e-4,
+        np.testing.assert_allclose(ep.detach().cpu().numpy(), tp.detach().numpy(), rtol=1e-4,
                                    atol=1e-5)
     assert eo.state_dict()["param_groups"] == to.state_dict()["param_groups"]

@@ -233,9 +233,14 @@ for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul"
     setattr(StrictArray, f"__i{_dunder}__", _iop)
 for _name in ("lt", "le", "eq", "ne", "gt", "ge"):
     setattr(StrictArray, f"__{_name}__", _binary(_name)[0])
+
+
+def _unary(fn):
+    return lambda self: _wrap(fn(self._a))
+
+
 for _name in ("neg", "pos", "abs", "invert"):
-    setattr(StrictArray, f"__{_name}__",
-            (lambda fn: lambda self: _wrap(fn(self._a)))(getattr(operator, _name)))
+    setattr(StrictArray, f"__{_name}__", _unary(getattr(operator, _name)))
 
 
 def _divmod(self, other):

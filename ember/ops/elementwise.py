@@ -323,8 +323,9 @@ class WhereBackward0(Op):
 
 # --------------------------------------------------------------------------- unary ops
 # NOTE: the hottest kernels (exp, log, sqrt, tanh, sigmoid, relu) take NumPy straight for a
-# NumPy array (``type(a) is ndarray``) and ask ``xp_of`` only for other arrays: its call costs
-# about 3% of the forward per-op overhead in benchmarks/overhead.py (a tanh every third op).
+# NumPy array (``type(a) is ndarray``) and ask ``xp_of`` only for other arrays: calling
+# ``xp_of`` there cost 2-3% of the forward per-op time in benchmarks/overhead.py (a tanh every
+# third op), the check under 1%.
 
 
 class NegBackward0(Op):

@@ -7,7 +7,7 @@ it advanced: a copy (``IndexBackward0``) whose gradient accumulates over repeate
 
 from __future__ import annotations
 
-from .._backend import host, is_array, xp_of
+from .._backend import host, is_array, ndarray, xp_of
 from .._tensor import Tensor, _make
 from ._op import Op, apply1
 from .views import ViewOp, view_op
@@ -50,6 +50,15 @@ def normalize_key(key):
                              f"{type(k).__name__})")
         out.append(k)
     return tuple(out)
+
+
+def keys_on(key: tuple, a) -> tuple:
+    """``key`` with its host index arrays (from lists, or CPU tensors) moved to ``a``'s
+    backend, as torch accepts CPU indices for a CUDA tensor."""
+    if type(a) is ndarray:
+        return key
+    asarray = xp_of(a).asarray
+    return tuple(asarray(k) if type(k) is ndarray else k for k in key)
 
 
 def is_basic(key: tuple) -> bool:
@@ -229,7 +238,7 @@ def getitem(input: Tensor, key) -> Tensor:
         _check_basic(key, shape)
         return view_op(_BASIC_NODES[_basic_name(key)], input, key)
     try:
-        return apply1(IndexBackward0, input, key)
+        return apply1(IndexBackward0, input, keys_on(key, input._data))
     except IndexError as e:
         raise _index_error(e, shape, key) from None
 
@@ -245,7 +254,7 @@ def setitem(input: Tensor, key, value) -> None:
         _check_basic(key, input._data.shape)
         copy_(getitem(input, key), value)
         return
-    inplace(input, index_put_op, key, value)
+    inplace(input, index_put_op, keys_on(key, input._data), value)
 
 
 def index_put_op(input: Tensor, key, value) -> Tensor:
@@ -262,7 +271,7 @@ def index_put_op(input: Tensor, key, value) -> Tensor:
 def index_put(input: Tensor, indices, values, accumulate: bool = False) -> Tensor:
     if accumulate:
         raise NotImplementedError("index_put(accumulate=True) is not supported by ember yet")
-    return index_put_op(input, normalize_key(tuple(indices)), values)
+    return index_put_op(input, keys_on(normalize_key(tuple(indices)), input._data), values)
 
 
 class MaskedFillBackward0(Op):

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections import namedtuple
 import math
+from collections import namedtuple
 from itertools import pairwise
 
 from .._backend import dtypes as _dt

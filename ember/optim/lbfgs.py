@@ -28,6 +28,8 @@ def _add_(a, b, alpha) -> None:
     """``a.add_(b, alpha=alpha)`` in place. NOTE: torch's vectorized CPU add is a fused
     multiply-add (one rounding); float32 emulates it exactly through float64. LBFGS on an
     ill-conditioned problem amplifies that last bit, so it is matched here."""
+    if is_array(alpha):  # a 0-d device array (a step size from a dot product): copy it out
+        alpha = alpha.item()
     alpha = a.dtype.type(alpha)
     if a.dtype == host.float32:
         a[...] = a.astype(host.float64) + b.astype(host.float64) * host.float64(alpha)

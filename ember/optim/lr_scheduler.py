@@ -241,7 +241,7 @@ class _enable_get_lr_call:
     def __init__(self, o: LRScheduler) -> None:
         self.o = o
 
-    def __enter__(self) -> _enable_get_lr_call:
+    def __enter__(self):
         self.o._get_lr_called_within_step = True
         return self
 

@@ -76,11 +76,12 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     scores = (query * scale_factor).matmul(key.transpose(-2, -1))
     fully_masked = None
     if is_causal:
-        bias = zeros((L, S), dtype=query.dtype).fill_(_NEG_INF).triu(1)
+        bias = zeros((L, S), dtype=query.dtype, device=query.device).fill_(_NEG_INF).triu(1)
         scores = scores + bias
     elif attn_mask is not None:
         if attn_mask.dtype is _bool:
-            attn_mask = zeros(attn_mask.shape, dtype=query.dtype).masked_fill_(
+            attn_mask = zeros(attn_mask.shape, dtype=query.dtype,
+                              device=query.device).masked_fill_(
                 attn_mask.logical_not(), _NEG_INF)
         scores = scores + attn_mask
         # torch's _safe_softmax: a row with no key left attends to nothing (zeros, not NaN);
@@ -120,7 +121,7 @@ def _canonical_mask(mask: Tensor | None, mask_name: str, other_type, other_name:
         warnings.warn(f"Support for mismatched {mask_name} and {other_name} is deprecated. Use "
                       "same type for both instead.", stacklevel=2)
     if not is_float:
-        mask = zeros(mask.shape, dtype=target_type).masked_fill_(mask, _NEG_INF)
+        mask = zeros(mask.shape, dtype=target_type, device=mask.device).masked_fill_(mask, _NEG_INF)
     return mask
 
 
@@ -304,8 +305,8 @@ def multi_head_attention_forward(query: Tensor, key: Tensor, value: Tensor,
 
     if add_zero_attn:
         zero_shape = (bsz * num_heads, 1, head_dim)
-        k = cat([k, zeros(zero_shape, dtype=k.dtype)], dim=1)
-        v = cat([v, zeros(zero_shape, dtype=v.dtype)], dim=1)
+        k = cat([k, zeros(zero_shape, dtype=k.dtype, device=k.device)], dim=1)
+        v = cat([v, zeros(zero_shape, dtype=v.dtype, device=v.device)], dim=1)
         if attn_mask is not None:
             attn_mask = pad(attn_mask, (0, 1))
         if key_padding_mask is not None:

@@ -321,8 +321,9 @@ def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: flo
     sq = input * input
     shape = input._data.shape
     front, back = size // 2, (size - 1) // 2
-    parts = [zeros(shape[0], front, *shape[2:], dtype=input.dtype), sq,
-             zeros(shape[0], back, *shape[2:], dtype=input.dtype)]
+    dev = input.device
+    parts = [zeros(shape[0], front, *shape[2:], dtype=input.dtype, device=dev), sq,
+             zeros(shape[0], back, *shape[2:], dtype=input.dtype, device=dev)]
     padded = cat([p for p in parts if p.shape[1]], 1)
     c = shape[1]
     window = padded[:, 0:c]

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import math
 
-import math
-
 from ..._backend import host, ndarray, xp_of
 from ..._tensor import Tensor, _make
 from ...ops._op import Op, apply1

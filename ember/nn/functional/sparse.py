@@ -224,12 +224,13 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
         counts = host.bincount(seg, minlength=bags)
         width = int(counts.max()) if bags else 0
         if width == 0:
-            return zeros(bags, dim, dtype=weight.dtype)
+            return zeros(bags, dim, dtype=weight.dtype, device=weight.device)
         # (bags, width) positions into rows, padded with an extra -inf row
         slot = host.arange(len(seg)) - host.repeat(host.cumsum(counts) - counts, counts)
         table = host.full((bags, width), len(seg), dtype=host.int64)
         table[seg, slot] = host.arange(len(seg))
-        ext = cat([rows, full((1, dim), float("-inf"), dtype=weight.dtype)], 0)
+        pad_row = full((1, dim), float("-inf"), dtype=weight.dtype, device=weight.device)
+        ext = cat([rows, pad_row], 0)
         out = ext[_make(xp.asarray(table))].max(dim=1).values
         empty = counts == 0
         if empty.any():
@@ -241,7 +242,8 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
         counts = host.bincount(seg, minlength=bags)
         scale = 1.0 / host.maximum(counts, 1)[seg]
         rows = rows * _make(xp.asarray(scale[:, None].astype(weight._data.dtype)))
-    return zeros(bags, dim, dtype=weight.dtype).index_add(0, _make(xp.asarray(seg)), rows)
+    out = zeros(bags, dim, dtype=weight.dtype, device=weight.device)
+    return out.index_add(0, _make(xp.asarray(seg)), rows)
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:

@@ -356,7 +356,8 @@ class RNN(RNNBase):
                 raise RuntimeError(f"For batched 3-D input, hx should also be 3-D but got "
                                    f"{hx.dim()}-D tensor")
         else:
-            hx = zeros(*self.get_expected_hidden_size(input), dtype=input.dtype)
+            hx = zeros(*self.get_expected_hidden_size(input), dtype=input.dtype,
+                       device=input.device)
         self.check_forward_args(input, hx)
         output, (hidden,) = self._run(input, [hx])
         if not is_batched:
@@ -392,8 +393,10 @@ class LSTM(RNNBase):
     def forward(self, input, hx=None):
         input, is_batched, batch_dim = self._prepare(input)
         if hx is None:
-            hx = (zeros(*self.get_expected_hidden_size(input), dtype=input.dtype),
-                  zeros(*self.get_expected_cell_size(input), dtype=input.dtype))
+            hx = (zeros(*self.get_expected_hidden_size(input), dtype=input.dtype,
+                        device=input.device),
+                  zeros(*self.get_expected_cell_size(input), dtype=input.dtype,
+                        device=input.device))
         elif is_batched:
             if hx[0].dim() != 3 or hx[1].dim() != 3:
                 raise RuntimeError(f"For batched 3-D input, hx and cx should also be 3-D but got "
@@ -432,7 +435,8 @@ class GRU(RNNBase):
                 raise RuntimeError(f"For batched 3-D input, hx should also be 3-D but got "
                                    f"{hx.dim()}-D tensor")
         else:
-            hx = zeros(*self.get_expected_hidden_size(input), dtype=input.dtype)
+            hx = zeros(*self.get_expected_hidden_size(input), dtype=input.dtype,
+                       device=input.device)
         self.check_forward_args(input, hx)
         output, (hidden,) = self._run(input, [hx])
         if not is_batched:
@@ -520,7 +524,7 @@ class RNNCell(RNNCellBase):
         if not is_batched:
             input = input.unsqueeze(0)
         if hx is None:
-            hx = zeros(input.size(0), self.hidden_size, dtype=input.dtype)
+            hx = zeros(input.size(0), self.hidden_size, dtype=input.dtype, device=input.device)
         elif not is_batched:
             hx = hx.unsqueeze(0)
         if self.nonlinearity == "tanh":
@@ -557,7 +561,7 @@ class LSTMCell(RNNCellBase):
         if not is_batched:
             input = input.unsqueeze(0)
         if hx is None:
-            z = zeros(input.size(0), self.hidden_size, dtype=input.dtype)
+            z = zeros(input.size(0), self.hidden_size, dtype=input.dtype, device=input.device)
             hx = (z, z)
         elif not is_batched:
             hx = (hx[0].unsqueeze(0), hx[1].unsqueeze(0))
@@ -582,7 +586,7 @@ class GRUCell(RNNCellBase):
         if not is_batched:
             input = input.unsqueeze(0)
         if hx is None:
-            hx = zeros(input.size(0), self.hidden_size, dtype=input.dtype)
+            hx = zeros(input.size(0), self.hidden_size, dtype=input.dtype, device=input.device)
         elif not is_batched:
             hx = hx.unsqueeze(0)
         self._check(input, (hx,))

@@ -125,7 +125,7 @@ def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.
                                f"tensor b ({rest[dim]}) at non-singleton dimension {dim + 1}")
         n = max_len - s.shape[0]
         if n:
-            pad = full((n, *trailing), padding_value, dtype=s.dtype)
+            pad = full((n, *trailing), padding_value, dtype=s.dtype, device=s.device)
             s = cat([s, pad] if padding_side == "right" else [pad, s])
         padded.append(s)
     return stack(padded, 1 if not batch_first else 0)
@@ -201,7 +201,7 @@ def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False,
         gather[t, :b] = host.arange(offset, offset + b)
         offset += b
     rest = tuple(data.shape[1:])
-    src = cat([data, full((1, *rest), padding_value, dtype=data.dtype)])
+    src = cat([data, full((1, *rest), padding_value, dtype=data.dtype, device=data.device)])
     gather = _make(xp_of(data._data).asarray(gather.reshape(-1)))
     out = src.index_select(0, gather).reshape(max_len, batch, *rest)
     lengths = (batch_sizes[None, :] > host.arange(batch)[:, None]).sum(1).astype(host.int64)
