@@ -42,7 +42,7 @@ def test_not_differentiable_nodes_match_torch(name, fn, torch):
     e_out, t_out = fn(ember, e), fn(torch, t)
     assert e_out.requires_grad and t_out.requires_grad
     assert type(e_out.grad_fn).__name__ == type(t_out.grad_fn).__name__
-    np.testing.assert_allclose(e_out.detach().numpy(), t_out.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(e_out.detach().cpu().numpy(), t_out.detach().cpu().numpy(), rtol=1e-12)
     assert _backward_error(lambda x: fn(ember, x), e) == \
         _backward_error(lambda x: fn(torch, x), t)
 
@@ -68,7 +68,7 @@ def test_out_argument(fn, torch):
     e_res = fn(ember, ember.tensor(xs), ember.tensor(ys), e_out)
     fn(torch, torch.tensor(xs), torch.tensor(ys), t_out)
     assert e_res is e_out and tuple(e_out.shape) == tuple(t_out.shape)
-    np.testing.assert_allclose(e_out.numpy(), t_out.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(e_out.cpu().numpy(), t_out.cpu().numpy(), rtol=1e-12)
 
 
 def test_out_refuses_when_grad_is_needed(torch):
@@ -88,7 +88,7 @@ def test_inplace_mod_operator_writes_into_the_tensor(torch):
         return alias, x
     (e_alias, e), (_, t) = run(ember), run(torch)
     assert e_alias is e
-    np.testing.assert_array_equal(e.numpy(), t.numpy())
+    np.testing.assert_array_equal(e.cpu().numpy(), t.cpu().numpy())
 
 
 def test_float_power_inplace(torch):
@@ -100,8 +100,8 @@ def test_float_power_inplace(torch):
         return y, x.grad
     (e_y, e_g), (t_y, t_g) = run(ember), run(torch)
     assert type(e_y.grad_fn).__name__ == type(t_y.grad_fn).__name__
-    np.testing.assert_allclose(e_y.detach().numpy(), t_y.detach().numpy(), rtol=1e-12)
-    np.testing.assert_allclose(e_g.numpy(), t_g.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(e_y.detach().cpu().numpy(), t_y.detach().cpu().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(e_g.cpu().numpy(), t_g.cpu().numpy(), rtol=1e-12)
 
     def refuse(m):
         with pytest.raises(RuntimeError) as err:
@@ -120,7 +120,7 @@ _GRID = np.concatenate([np.linspace(-7, 7, 20001), np.linspace(-28, 28, 561),
 @pytest.mark.parametrize("name, reference", [("erf", math.erf), ("erfc", math.erfc)])
 def test_erf_erfc_float64_accuracy(name, reference):
     """Against the C library (math.erf): 1e-12 relative, however small erfc gets."""
-    got = getattr(ember, name)(ember.tensor(_GRID)).numpy()
+    got = getattr(ember, name)(ember.tensor(_GRID)).cpu().numpy()
     want = np.array([reference(v) for v in _GRID])
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=0, equal_nan=True)
     assert np.array_equal(np.signbit(got[_GRID == 0]), np.signbit(want[_GRID == 0]))
@@ -130,8 +130,8 @@ def test_erf_family_matches_torch_float64(torch):
     ys = np.concatenate([np.linspace(-1, 1, 20001), 1 - np.logspace(-15, -1, 300),
                          -np.logspace(-300, -1, 300), [1.0, -1.0, 1.5, np.nan, 0.0, -0.0]])
     for name, xs in [("erf", _GRID), ("erfc", _GRID), ("erfinv", ys)]:
-        got = getattr(ember, name)(ember.tensor(xs)).numpy()
-        want = getattr(torch, name)(torch.tensor(xs)).numpy()
+        got = getattr(ember, name)(ember.tensor(xs)).cpu().numpy()
+        want = getattr(torch, name)(torch.tensor(xs)).cpu().numpy()
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=0, equal_nan=True,
                                    err_msg=name)
 
@@ -139,7 +139,7 @@ def test_erf_family_matches_torch_float64(torch):
 def test_erfinv_inverts_erf():
     ys = np.concatenate([np.linspace(-0.999, 0.999, 4001), 1 - np.logspace(-15, -3, 200)])
     x = ember.erfinv(ember.tensor(ys))
-    back = ember.erfc(x).numpy()  # erfc keeps the relative accuracy of 1 - y near y = 1
+    back = ember.erfc(x).cpu().numpy()  # erfc keeps the relative accuracy of 1 - y near y = 1
     np.testing.assert_allclose(back, 1 - ys, rtol=1e-12)
 
 
@@ -150,7 +150,7 @@ def test_erf_family_float32_matches_torch(torch):
         got = getattr(ember, name)(ember.from_numpy(v))
         want = getattr(torch, name)(torch.from_numpy(v))
         assert got.dtype == ember.float32
-        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=2e-6, atol=1e-7)
+        np.testing.assert_allclose(got.cpu().numpy(), want.cpu().numpy(), rtol=2e-6, atol=1e-7)
 
 
 def test_erf_family_gradgradcheck_over_the_range():
@@ -174,13 +174,13 @@ def test_remainder_and_fmod_follow_torch(values, divisor):
     torch = pytest.importorskip("torch")
     x = np.array(values)
     for name in ("remainder", "fmod"):
-        got = getattr(ember, name)(ember.tensor(x), divisor).numpy()
-        want = getattr(torch, name)(torch.tensor(x), divisor).numpy()
+        got = getattr(ember, name)(ember.tensor(x), divisor).cpu().numpy()
+        want = getattr(torch, name)(torch.tensor(x), divisor).cpu().numpy()
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, err_msg=name)
     ints = np.round(x).astype(np.int64)
     if isinstance(divisor, int):
-        got = (ember.tensor(ints) % divisor).numpy()
-        want = (torch.tensor(ints) % divisor).numpy()
+        got = (ember.tensor(ints) % divisor).cpu().numpy()
+        want = (torch.tensor(ints) % divisor).cpu().numpy()
         np.testing.assert_array_equal(got, want)
 
 
@@ -190,6 +190,6 @@ def test_remainder_and_fmod_follow_torch(values, divisor):
 def test_round_decimals_follows_torch(values, decimals):
     torch = pytest.importorskip("torch")
     x = np.array(values, dtype=np.float32)
-    got = ember.round(ember.from_numpy(x), decimals=decimals).numpy()
-    want = torch.round(torch.from_numpy(x), decimals=decimals).numpy()
+    got = ember.round(ember.from_numpy(x), decimals=decimals).cpu().numpy()
+    want = torch.round(torch.from_numpy(x), decimals=decimals).cpu().numpy()
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)

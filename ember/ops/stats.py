@@ -9,7 +9,6 @@ import warnings
 from .._backend import dtypes as _dt
 from .._backend import host, xp_of
 from .._tensor import Tensor, _make, _wrap_dim
-from ..autograd.grad_mode import state as _grad_state
 from ._op import Op, apply1, record_outputs
 from .elementwise import scalar_name
 from .reduction import _all_if_empty, _expand_back, reduce_dims
