@@ -8,6 +8,7 @@ forward and derivative. ``_bind`` derives the method form (``t.X``), the in-plac
 from __future__ import annotations
 
 from .._tensor import Tensor
+from . import _registry
 from . import blas, creation, elementwise, indexing, inplace, reduction, views
 from .blas import bmm, dot, matmul, mm, mv
 from .elementwise import (
@@ -135,10 +136,10 @@ INPLACE = ("add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_d
            "lt", "le", "gt", "ge")
 
 
-def _inplace_method(fn):
+def _inplace_method(fn, name: str | None = None):
     def method(self, *args, **kwargs):
         return _inplace(self, fn, *args, **kwargs)
-    method.__name__ = fn.__name__ + "_"
+    method.__name__ = method.__qualname__ = name or fn.__name__ + "_"
     method.__doc__ = f"In-place form of ``{fn.__name__}``."
     return method
 
@@ -233,6 +234,9 @@ def _bind() -> None:
 
 _load_areas()
 _bind()
+# ops declared with ``_registry.register`` (the one registration per op): ember.X and Tensor forms
+globals().update(_registry.exports())
+_registry.bind(Tensor, _inplace_method)
 
 
 

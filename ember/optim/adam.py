@@ -71,7 +71,9 @@ class Adam(Optimizer):
             state["max_exp_avg_sq"] = _zeros_like(p)
 
     def _update(self, d, g, state, group, lr, step) -> None:
-        beta1, beta2 = map(_to_scalar, group["betas"])
+        beta1, beta2 = group["betas"]
+        if isinstance(beta1, Tensor) or isinstance(beta2, Tensor):
+            beta1, beta2 = _to_scalar(beta1), _to_scalar(beta2)
         xp = xp_of(d)
         m = state["exp_avg"]._data
         v = state["exp_avg_sq"]._data
