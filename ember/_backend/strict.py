@@ -109,7 +109,7 @@ class StrictArray:
     ``StrictArray(shape, dtype)`` makes an uninitialised array, as ``cupy.ndarray`` does.
     """
 
-    __slots__ = ("_a",)
+    __slots__ = ("__weakref__", "_a")  # weakly referable, as cupy.ndarray
     # NOTE: NumPy's ufuncs and functions refuse strict arrays instead of dispatching to them
     # (CuPy dispatches): a kernel that calls ``numpy.exp`` on a device array has bypassed the
     # seam, and refusing shows that here instead of on a GPU machine later. ``None`` also makes
