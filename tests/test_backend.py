@@ -233,8 +233,6 @@ def test_to_device_array_copies_only_across_devices():
     assert type(to_device_array(s, ember.device("cpu"))) is np.ndarray
 
 
-@pytest.mark.xfail(reason="the device check belongs in the record path (ops/_op.py): today "
-                          "the strict array's CuPy-like TypeError surfaces instead", strict=False)
 def test_mixing_devices_in_an_op_raises_naming_both():
     c, s = ember.ones(3, device="cpu"), ember.ones(3, device="strict")
     for a, b in ((c, s), (s, c)):
@@ -243,3 +241,17 @@ def test_mixing_devices_in_an_op_raises_naming_both():
             a + b
         assert "cpu" in str(err.value) and "strict" in str(err.value)
     assert (ember.tensor(2.0, device="cpu") * s).device.type == "strict"  # CPU scalars mix
+
+
+def test_module_to_device_moves_parameters_buffers_and_grads():
+    m = ember.nn.Sequential(ember.nn.Linear(3, 2), ember.nn.BatchNorm1d(2))
+    assert m.to("strict") is m
+    assert {p.device.type for p in m.parameters()} == {"strict"}
+    assert {b.device.type for b in m.buffers()} == {"strict"}
+    m(ember.ones(4, 3, device="strict")).sum().backward()
+    ember.optim.SGD(m.parameters(), lr=0.1, momentum=0.9).step()
+    m.cpu()
+    assert {p.device.type for p in m.parameters()} == {"cpu"}
+    assert {p.grad.device.type for p in m.parameters()} == {"cpu"}
+    m.to("strict", ember.float64)
+    assert {(p.device.type, p.dtype) for p in m.parameters()} == {("strict", ember.float64)}

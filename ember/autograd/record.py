@@ -156,6 +156,24 @@ def record(node: Node, inputs, outputs, saved: tuple = (), differentiable=None,
     return emit(node, outputs, differentiable, view_of, view_steps)
 
 
+def device_mismatch(inputs) -> RuntimeError | None:
+    """Torch's error when ``inputs`` hold tensors on different devices (None if they don't).
+    A 0-d CPU tensor mixes with any device, as in torch. Called when a kernel has failed, so
+    it costs nothing on the way through."""
+    devices = []
+    for x in inputs:
+        if isinstance(x, Tensor):
+            d = x.device
+            if d.type == "cpu" and not x._data.ndim:
+                continue
+            if d not in devices:
+                devices.append(d)
+    if len(devices) < 2:
+        return None
+    return RuntimeError("Expected all tensors to be on the same device, but found at least two "
+                        f"devices, {devices[0]} and {devices[1]}!")
+
+
 def needs_recording(inputs, grad_enabled: bool) -> bool:
     """Whether an op on ``inputs`` must be recorded: grad mode on and a Tensor requiring grad."""
     if not grad_enabled:

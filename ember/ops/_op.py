@@ -23,7 +23,7 @@ from .._tensor import Tensor, _make, _refresh_view
 from ..autograd.anomaly_mode import AnomalyMode, capture_trace
 from ..autograd.grad_mode import state as _grad_state
 from ..autograd.graph import INFERENCE_SAVE_ERROR, Node, next_sequence_nr
-from ..autograd.record import NO_EDGE, link, needs_recording, record, save
+from ..autograd.record import NO_EDGE, device_mismatch, link, needs_recording, record, save
 
 _new = object.__new__
 _FROM_NP = _dt._FROM_NP
@@ -74,7 +74,13 @@ class Op(Node):
         """Run on ``inputs`` (Tensors or Python scalars) and record a node if grad is needed."""
         node = _new(cls)
         arrays = [x._data if isinstance(x, Tensor) else x for x in inputs]
-        out = node.forward(*arrays, *params)
+        try:
+            out = node.forward(*arrays, *params)
+        except TypeError:  # a backend refusing the other's arrays: say which devices
+            err = device_mismatch(inputs)
+            if err is None:
+                raise
+            raise err from None
         if type(out) is not ndarray:
             out = as_array(out)
         if _grad_state.grad_enabled:
@@ -264,6 +270,11 @@ class BinaryOp(Op):
             out = node.forward(ad, bd, *params)
         except ValueError:
             err = broadcast_error(getattr(ad, "shape", ()), getattr(bd, "shape", ()))
+            if err is None:
+                raise
+            raise err from None
+        except TypeError:  # a backend refusing the other's arrays: say which devices
+            err = device_mismatch((a, b))
             if err is None:
                 raise
             raise err from None

@@ -377,26 +377,35 @@ class Module:
         return self
 
     def to(self, *args, **kwargs) -> Module:
-        """``to(dtype)`` / ``to(device)``: floating parameters and buffers change dtype."""
+        """``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(tensor)``: parameters and
+        buffers move to the device, and floating ones change dtype (torch's ``Module.to``)."""
         dtype = kwargs.get("dtype")
+        device = kwargs.get("device")
         for a in args:
-            if not isinstance(a, (str, Tensor)) and a is not None and not _is_device(a):
+            if isinstance(a, Tensor):
+                dtype, device = a.dtype, a.device
+            elif isinstance(a, str) or _is_device(a):
+                device = a
+            elif a is not None:
                 dtype = a
-            elif isinstance(a, Tensor):
-                dtype = a.dtype
-        device = kwargs.get("device") or next((a for a in args if isinstance(a, str)
-                                               or _is_device(a)), None)
-        if device is not None:
-            from ..._backend.device import to_device
-            to_device(device)
-        if dtype is None:
+        from ..._backend.device import to_device
+        dev = to_device(device) if device is not None else None
+        dt = None
+        if dtype is not None:
+            from ..._backend.dtypes import to_dtype
+            dt = to_dtype(dtype)
+            if not dt.is_floating_point:
+                raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, "
+                                f"but got desired dtype={dt}")
+        if dev is None and dt is None:
             return self
-        from ..._backend.dtypes import to_dtype
-        dt = to_dtype(dtype)
-        if not dt.is_floating_point:
-            raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but "
-                            f"got desired dtype={dt}")
-        return self._apply(lambda t: t.to(dt) if t.is_floating_point() else t)
+
+        def convert(t: Tensor) -> Tensor:
+            if dt is not None and t.is_floating_point():
+                t = t.to(dt)
+            return t.to(dev) if dev is not None and t.device != dev else t
+
+        return self._apply(convert)
 
     def float(self) -> Module:
         from ..._backend import dtypes
@@ -430,7 +439,7 @@ class Module:
         return self._apply(lambda t: t.type(dst_type))
 
     def cpu(self) -> Module:
-        return self
+        return self.to("cpu")
 
     def cuda(self, device=None) -> Module:
         from ..._backend.device import to_device

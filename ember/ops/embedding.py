@@ -1,15 +1,17 @@
-"""nn.functional lookups: ``embedding``, ``embedding_bag`` and ``one_hot``."""
+"""nn.functional lookups: ``embedding``, ``embedding_bag`` and ``one_hot``.
+"""
 
 from __future__ import annotations
 
 import warnings
 
-from ..._backend import dtypes as _dt
-from ..._backend import host, ndarray, to_host, xp_of
-from ..._tensor import Tensor, _make
-from ...ops._op import Op, apply1
+from .._backend import dtypes as _dt
+from .._backend import host, ndarray, to_host, xp_of
+from .._tensor import Tensor, _make
+from ._op import Op, apply1
 
 __all__ = ["embedding", "embedding_bag", "one_hot"]
+
 
 
 class EmbeddingBackward0(Op):

@@ -19,13 +19,13 @@ from __future__ import annotations
 import math
 import warnings
 
-from ..._backend import host, ndarray, xp_of
-from ..._tensor import Tensor
-from ...ops._op import Op
-from .vision import _shape_str, ntuple, pad_array, windows
+from .._backend import host, ndarray, xp_of
+from .._tensor import Tensor
+from ._op import Op, apply1
+from .vision import _shape_str, accumulate_windows, ntuple, pad_array, windows
 
-__all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
-           "conv_transpose3d"]
+__all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "fold", "unfold"]
+
 
 
 # --------------------------------------------------------------------------- array kernels
@@ -352,3 +352,93 @@ def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
     """torch.nn.functional.conv_transpose3d: weight (C, Cout/groups, kd, kh, kw)."""
     return _conv_transposend("conv_transpose3d", 3, input, weight, bias, stride, padding,
                              output_padding, groups, dilation)
+
+
+# --------------------------------------------------------------------------- unfold / fold
+
+class Im2ColBackward0(Op):
+    """unfold (im2col): (N, C, H, W) -> (N, C*kh*kw, L); d/dx = fold (col2im) of the grad."""
+
+    __slots__ = ("params", "size")
+
+    def forward(self, a, kernel, dilation, padding, stride):
+        self.size, self.params = a.shape[-2:], (kernel, dilation, padding, stride)
+        out = _blocks(a.shape[-2:], kernel, dilation, padding, stride)
+        padded = pad_array(a, [(p, p) for p in padding])
+        w = windows(padded, kernel, stride, dilation, out)  # (*, C, oh, ow, kh, kw)
+        w = xp_of(w).moveaxis(w, (-2, -1), (-4, -3))        # (*, C, kh, kw, oh, ow)
+        return w.reshape(*a.shape[:-3], a.shape[-3] * kernel[0] * kernel[1], out[0] * out[1])
+
+    def backward(self, grad):
+        return apply1(Col2ImBackward0, grad, self.size, *self.params)
+
+
+class Col2ImBackward0(Op):
+    """fold (col2im): (N, C*kh*kw, L) -> (N, C, H, W), overlapping blocks summed;
+    d/dcols = unfold (im2col) of the grad."""
+
+    __slots__ = ("params",)
+
+    def forward(self, a, size, kernel, dilation, padding, stride):
+        self.params = (kernel, dilation, padding, stride)
+        out = _blocks(size, kernel, dilation, padding, stride)
+        lead, ckk = a.shape[:-2], a.shape[-2]
+        cols = a.reshape(*lead, ckk // (kernel[0] * kernel[1]), *kernel, *out)
+        padded = tuple(s + 2 * p for s, p in zip(size, padding))
+        buf = accumulate_windows(cols, padded, stride, dilation)
+        crop = tuple(slice(p, p + s) for p, s in zip(padding, size))
+        return xp_of(buf).ascontiguousarray(buf[(Ellipsis,) + crop])
+
+    def backward(self, grad):
+        return apply1(Im2ColBackward0, grad, *self.params)
+
+
+def _blocks(size, kernel, dilation, padding, stride) -> tuple:
+    """The number of sliding blocks along each dim (torch's im2col/col2im shape check)."""
+    for what, v, low in (("kernel", kernel, 0), ("stride", stride, 0),
+                         ("dilation", dilation, 0), ("padding", padding, -1)):
+        if v[0] <= low or v[1] <= low:
+            raise RuntimeError(f"{what} should be greater than {'zero' if low == 0 else 'or equal to zero'}, "
+                               f"but got {what}_height: {v[0]} {what}_width: {v[1]}")
+    out = tuple((s + 2 * p - (d * (k - 1) + 1)) // st + 1
+                for s, p, d, k, st in zip(size, padding, dilation, kernel, stride))
+    if out[0] < 1 or out[1] < 1:
+        raise RuntimeError(f"Given input with spatial size {tuple(size)}, kernel_size="
+                           f"{tuple(kernel)}, dilation={tuple(dilation)}, padding={tuple(padding)}, "
+                           f"calculated shape of the array of sliding blocks as {out}, but its "
+                           "components must be at least one.")
+    return out
+
+
+def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
+    """torch.nn.functional.unfold: sliding blocks of a (N, C, H, W) or (C, H, W) input as
+    columns (N, C*kh*kw, L)."""
+    if input.dim() not in (3, 4):
+        raise NotImplementedError("Input Error: Only 3D or 4D input Tensors are supported "
+                                  f"(got {input.dim()}D)")
+    args = [ntuple(v, 2) for v in (kernel_size, dilation, padding, stride)]
+    return apply1(Im2ColBackward0, input, *args)
+
+
+def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
+    """torch.nn.functional.fold: sum columns (N, C*kh*kw, L) or (C*kh*kw, L) back into a
+    (N, C, H, W) image; the adjoint of ``unfold``."""
+    if input.dim() not in (2, 3):
+        raise NotImplementedError("Input Error: Only unbatched (2D) or batched (3D) input "
+                                  f"Tensors are supported (got {input.dim()}D)")
+    size, kernel, dilation, padding, stride = (
+        ntuple(v, 2) for v in (output_size, kernel_size, dilation, padding, stride))
+    shape = input.shape
+    ckk, length = shape[-2], shape[-1]
+    if ckk % (kernel[0] * kernel[1]):
+        raise RuntimeError("Expected size of input's dimension 1 to be divisible by the product "
+                           f"of kernel_size, but got input.size(1)={ckk} and "
+                           f"kernel_size={kernel}.")
+    out = _blocks(size, kernel, dilation, padding, stride)
+    if out[0] * out[1] != length:
+        raise RuntimeError(f"Given output_size={size}, kernel_size={kernel}, "
+                           f"dilation={dilation}, padding={padding}, stride={stride}, expected "
+                           "size of input's dimension 2 to match the calculated number of "
+                           f"sliding blocks {out[0]} * {out[1]} = {out[0] * out[1]}, but got "
+                           f"input.size(2)={length}.")
+    return apply1(Col2ImBackward0, input, size, kernel, dilation, padding, stride)

@@ -1,0 +1,764 @@
+"""nn.functional: Loss functions: mse, l1, smooth_l1, huber, cross_entropy, nll, binary cross-entropy (with logits), kl_div, and the margin/embedding losses.
+
+Where torch has a fused kernel with a simple rule (``MseLossBackward0``, ``NllLossBackward0``,
+``BinaryCrossEntropyWithLogitsBackward0``, ...) the loss is one primitive here, named as torch
+names it, its derivative written in ember ops (so double backward works). The rest are
+composites of ember ops written as torch writes them, so their graphs match torch's.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+from .._backend import dtypes as _dt
+from .._backend import host, ndarray, xp_of
+from .._tensor import Tensor, _make
+from ..autograd.grad_mode import state as _grad_state
+from ._op import Op, apply1, broadcast_error
+from .elementwise import (
+    clamp_min,
+    exp,
+    log,
+    scalar_name,
+    sigmoid,
+    sign,
+    where,
+)
+
+__all__ = ["binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy", "huber_loss", "mse_loss", "multi_margin_loss", "multilabel_margin_loss", "nll_loss", "smooth_l1_loss", "soft_margin_loss"]
+
+
+_REDUCTIONS = ("none", "mean", "sum")
+
+# --------------------------------------------------------------------------- reduction arguments
+
+
+def _legacy_reduction(size_average, reduce, stacklevel: int = 3) -> str:
+    """torch's ``_Reduction.legacy_get_string``: the old flags mapped to a reduction, warned."""
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    ret = "mean" if size_average and reduce else "sum" if reduce else "none"
+    warnings.warn(f"size_average and reduce args will be deprecated, please use "
+                  f"reduction='{ret}' instead.", stacklevel=stacklevel)
+    return ret
+
+
+def _reduction(size_average, reduce, reduction: str) -> str:
+    """The reduction to apply: the legacy flags win if either is given; validated as torch's
+    ``_Reduction.get_enum`` does."""
+    if size_average is not None or reduce is not None:
+        return _legacy_reduction(size_average, reduce, 4)
+    return _check_reduction(reduction, 4)
+
+
+def _check_reduction(reduction: str, stacklevel: int = 3) -> str:
+    if reduction in _REDUCTIONS:
+        return reduction
+    if reduction == "elementwise_mean":
+        warnings.warn("reduction='elementwise_mean' is deprecated. Please use reduction='mean' "
+                      "instead.", stacklevel=stacklevel)
+        return "mean"
+    raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _reduce(loss: Tensor, reduction: str) -> Tensor:
+    """A composite loss reduced (``MeanBackward0`` / ``SumBackward0``, as torch records)."""
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    return loss
+
+
+def _reduce_array(loss: ndarray, reduction: str) -> ndarray:
+    """A primitive's elementwise loss reduced (an array kernel); the mean of nothing is nan,
+    quietly."""
+    if reduction == "none":
+        return loss
+    total = loss.sum()
+    if reduction == "sum":
+        return total
+    with host.errstate(invalid="ignore", divide="ignore"):
+        return total / loss.size if loss.size else total * math.nan
+
+
+def _grad_scale(grad: Tensor, shape: tuple, reduction: str, n: int) -> Tensor:
+    """The upstream gradient spread over the elementwise loss of ``shape``."""
+    if reduction == "none":
+        return grad
+    if reduction == "mean" and n:
+        grad = grad * (1.0 / n)
+    return grad.expand(shape)
+
+
+def _not_differentiable(t, fn: str, arg: str) -> None:
+    """torch refuses a tensor that requires grad where its kernel has no derivative for it."""
+    if isinstance(t, Tensor) and t._requires_grad and _grad_state.grad_enabled:
+        raise RuntimeError(f"The function '{fn}' is not differentiable with respect to argument "
+                           f"'{arg}'. This input cannot have requires_grad True.")
+
+
+def _size_warning(input: Tensor, target: Tensor) -> None:
+    if target.shape != input.shape:
+        warnings.warn(f"Using a target size ({target.size()}) that is different to the input "
+                      f"size ({input.size()}). This will likely lead to incorrect results due "
+                      "to broadcasting. Please ensure they have the same size.", stacklevel=3)
+
+
+def _not_implemented(kernel: str, dt) -> NotImplementedError:
+    return NotImplementedError(f'"{kernel}" not implemented for \'{scalar_name(dt)}\'')
+
+
+def _common(input: Tensor, target: Tensor, kernel: str | None) -> tuple[Tensor, Tensor]:
+    """input and target cast to their promoted dtype, after torch's broadcast check; torch's
+    kernel ``kernel`` refuses integer dtypes (None: the composite keeps them)."""
+    try:
+        host.broadcast_shapes(input.shape, target.shape)
+    except ValueError:
+        raise broadcast_error(tuple(input.shape), tuple(target.shape)) from None
+    rt = _dt.result_type(input, target)
+    if not rt.is_floating_point:
+        if kernel is not None:
+            raise _not_implemented(kernel, rt)
+        return input, target
+    return (input if input.dtype == rt else input.to(rt),
+            target if target.dtype == rt else target.to(rt))
+
+
+class DivBackward1(Op):
+    """tensor / scalar as torch's C++ kernels record it (one edge): d/dx = grad / scalar."""
+
+    __slots__ = ("other",)
+
+    def forward(self, a, other):
+        self.other = other
+        with host.errstate(invalid="ignore", divide="ignore"):
+            return xp_of(a).asarray(a / other, dtype=a.dtype)
+
+    def backward(self, grad):
+        return grad / self.other
+
+
+# --------------------------------------------------------------------------- pointwise regression
+
+
+class _PointwiseLoss(Op):
+    """A loss of (input, target) elementwise, then reduced; subclasses give ``loss`` (arrays)
+    and ``derivative`` (ember ops: d loss / d input; d / d target is its negative)."""
+
+    __slots__ = ("param", "reduction", "shape")
+    save_inputs = (0, 1)
+
+    def forward(self, a, b, reduction, param=None):
+        self.reduction, self.param = reduction, param
+        loss = self.loss(a - b, param)
+        self.shape = loss.shape
+        return _reduce_array(loss, reduction)
+
+    def backward(self, grad):
+        a, b = self.saved()
+        g = _grad_scale(grad, self.shape, self.reduction, math.prod(self.shape))
+        da = g * self.derivative(a - b, self.param)
+        return (da if self.needs_grad(0) else None, -da if self.needs_grad(1) else None)
+
+
+class MseLossBackward0(_PointwiseLoss):
+    """mse_loss: (input - target)**2; d/dinput = 2 (input - target)."""
+
+    __slots__ = ()
+
+    def loss(self, d, _):
+        return d * d
+
+    def derivative(self, d, _):
+        return d * 2
+
+
+class SmoothL1LossBackward0(_PointwiseLoss):
+    """smooth_l1_loss: 0.5 d**2 / beta where |d| < beta, else |d| - beta / 2."""
+
+    __slots__ = ()
+
+    def loss(self, d, beta):
+        ad = abs(d)
+        return xp_of(d).where(ad < beta, 0.5 * d * d / beta, ad - 0.5 * beta)
+
+    def derivative(self, d, beta):
+        return where(_make(abs(d._data) < beta), d / beta, sign(d))
+
+
+class HuberLossBackward0(_PointwiseLoss):
+    """huber_loss: 0.5 d**2 where |d| < delta, else delta (|d| - delta / 2)."""
+
+    __slots__ = ()
+
+    def loss(self, d, delta):
+        ad = abs(d)
+        return xp_of(d).where(ad < delta, 0.5 * d * d, delta * (ad - 0.5 * delta))
+
+    def derivative(self, d, delta):
+        return where(_make(abs(d._data) < delta), d, sign(d) * delta)
+
+
+_KERNELS = {"MseLossBackward0": "mse_cpu", "SmoothL1LossBackward0": "smooth_l1_cpu",
+            "HuberLossBackward0": "huber_cpu"}
+
+
+def _pointwise(cls, input, target, reduction, param=None):
+    input, target = _common(input, target, _KERNELS[cls.__name__])
+    return cls.apply(input, target, params=(reduction, param))
+
+
+def _weighted(errors: Tensor, weight: Tensor, input: Tensor, reduction: str,
+              mean_by_weight: bool) -> Tensor:
+    """torch's Python path for a ``weight`` of mse/l1/huber loss."""
+    if weight.shape != input.shape:
+        raise ValueError("Weights and input must have the same size.")
+    loss = errors * weight
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "mean":
+        return loss.sum() / weight.sum() if mean_by_weight else loss.mean()
+    raise ValueError(f"Invalid reduction mode: {reduction}. Expected one of 'none', 'mean', "
+                     "'sum'.")
+
+
+def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
+             reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
+    """``F.mse_loss``: mean squared error (``MseLossBackward0``); warns if shapes differ."""
+    _size_warning(input, target)
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    if weight is not None:
+        x, y = _common(input, target, "mse_cpu")
+        return _weighted((x - y) ** 2, weight, input, reduction, True)
+    return _pointwise(MseLossBackward0, input, target, _check_reduction(reduction))
+
+
+def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
+                   reduction: str = "mean", beta: float = 1.0) -> Tensor:
+    """``F.smooth_l1_loss`` (``SmoothL1LossBackward0``); ``beta=0`` is ``l1_loss``."""
+    _size_warning(input, target)
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    reduction = _check_reduction(reduction)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    if beta == 0.0:
+        x, y = _common(input, target, None)
+        return _reduce((x - y).abs(), reduction)
+    return _pointwise(SmoothL1LossBackward0, input, target, reduction, float(beta))
+
+
+def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
+               weight: Tensor | None = None) -> Tensor:
+    """``F.huber_loss`` (``HuberLossBackward0``)."""
+    _size_warning(input, target)
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    if weight is not None:
+        loss = _pointwise(HuberLossBackward0, input, target, "none", float(delta))
+        return _weighted(loss, weight, input, reduction, False)
+    return _pointwise(HuberLossBackward0, input, target, _check_reduction(reduction),
+                      float(delta))
+
+
+# --------------------------------------------------------------------------- log-softmax, nll
+
+
+class LogSoftmaxBackward0(Op):
+    """log_softmax(input, dim): x - max - log(sum(exp(x - max))); stable for large logits.
+
+    NOTE: private to the losses until ``activation.log_softmax`` exists; then dedupe.
+    d/dx = grad - exp(result) * sum(grad, dim).
+    """
+
+    __slots__ = ("dim",)
+    save_output = True
+
+    def forward(self, a, dim):
+        self.dim = dim
+        if a.size == 0 or a.ndim == 0:
+            return a - a if a.ndim == 0 else a.copy()
+        xp = xp_of(a)
+        m = a.max(axis=dim, keepdims=True)
+        m = xp.where(xp.isfinite(m), m, 0)
+        shifted = a - m
+        with host.errstate(divide="ignore"):
+            return shifted - xp.log(xp.exp(shifted).sum(axis=dim, keepdims=True))
+
+    def backward(self, grad):
+        if grad.dim() == 0:
+            return grad * 0
+        out = self.saved_output()
+        return grad - exp(out) * grad.sum(self.dim, keepdim=True)
+
+
+def _log_softmax(x: Tensor, dim: int) -> Tensor:
+    if not x.dtype.is_floating_point:
+        raise _not_implemented("log_softmax_lastdim_kernel_impl", x.dtype)
+    return apply1(LogSoftmaxBackward0, x, dim)
+
+
+class NllLossBackward0(Op):
+    """nll_loss: -weight[t] * input[.., t, ..] per target, 0 where ignored; 'mean' divides by
+    the summed weights of the targets not ignored (nan if none). Linear in input, so its
+    derivative is a constant one-hot array times the gradient."""
+
+    __slots__ = ("cls_axis", "coef", "idx", "reduction", "shape")
+
+    def forward(self, a, t, weight, ignore_index, reduction):
+        self.reduction, self.shape = reduction, a.shape
+        axis = self.cls_axis = 0 if a.ndim == 1 else 1
+        n_classes = a.shape[axis]
+        valid = t != ignore_index
+        bad = valid & ((t < 0) | (t >= n_classes))
+        if bad.any():
+            raise IndexError(f"Target {int(t[bad].flat[0])} is out of bounds.")
+        xp = xp_of(a)
+        idx = xp.where(valid, t, 0).astype(host.int64)
+        lp = xp.moveaxis(a, axis, -1)
+        picked = xp.take_along_axis(lp, idx[..., None], -1)[..., 0]
+        w = xp.ones(idx.shape, a.dtype) if weight is None else weight.astype(a.dtype)[idx]
+        w = xp.where(valid, w, 0).astype(a.dtype)
+        loss = xp.where(valid, -w * picked, 0).astype(a.dtype)
+        self.idx = idx
+        if reduction == "none":
+            self.coef = -w
+            return loss
+        total = loss.sum()
+        if reduction == "sum":
+            self.coef = -w
+            return total
+        wsum = w.sum()
+        with host.errstate(invalid="ignore", divide="ignore"):
+            self.coef = xp.where(valid, -w / wsum, 0).astype(a.dtype)
+            return xp.asarray(total / wsum, dtype=a.dtype)
+
+    def backward(self, grad):
+        axis = self.cls_axis
+        shape = self.shape
+        xp = xp_of(self.coef)
+        dense = xp.zeros(self.idx.shape + (shape[axis],), dtype=self.coef.dtype)
+        xp.put_along_axis(dense, self.idx[..., None], self.coef[..., None], -1)
+        dense = xp.moveaxis(dense, -1, axis)
+        if self.reduction == "none" and len(shape) > 1:
+            grad = grad.unsqueeze(axis)
+        return grad * _make(dense)
+
+
+class NllLoss2DBackward0(NllLossBackward0):
+    """nll_loss of an (N, C, d1, ...) input: torch's spatial kernel (same rule)."""
+
+    __slots__ = ()
+
+
+def _check_nll(input: Tensor, target: Tensor, weight) -> None:
+    """torch's checks of nll_loss_nd: dims, batch size, target dtype and shape, weight size."""
+    nd = input.dim()
+    if nd < 1:
+        raise ValueError(f"Expected 1 or more dimensions (got {nd})")
+    target_batch = target.shape[0] if target.dim() else 0
+    if nd != 1 and input.shape[0] != target_batch:
+        raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target "
+                         f"batch_size ({target_batch}).")
+    if nd == 1:
+        if target.dim() > 1 or (target.dim() == 1 and target.shape[0] != 1):
+            raise ValueError(f"For 1D input, 1D target must have size 1, but got target size: "
+                             f"{target.shape[0]}")
+    elif nd == 2:
+        if target.dim() != 1:
+            raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    else:
+        want = (input.shape[0],) + tuple(input.shape[2:])
+        if tuple(target.shape) != want:
+            raise RuntimeError(f"Expected target size {list(want)}, got {list(target.shape)}")
+    if target.dtype not in (_dt.int64, _dt.uint8):
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got "
+                           f"{scalar_name(target.dtype)}")
+    n_classes = input.shape[0 if nd == 1 else 1]
+    if weight is not None and (weight.dim() != 1 or weight.numel() != n_classes):
+        raise RuntimeError(f"weight tensor should be defined either for all {n_classes} classes "
+                           f"or no classes but got weight tensor of shape: "
+                           f"{list(weight.shape)}")
+
+
+def _nll(input: Tensor, target: Tensor, weight, ignore_index: int, reduction: str) -> Tensor:
+    _not_differentiable(weight, "nll_loss_forward", "weight")
+    _check_nll(input, target, weight)
+    t = target._data
+    if input.dim() == 1 and t.ndim == 1:
+        t = t.reshape(())
+    if not input.dtype.is_floating_point:
+        raise _not_implemented("nll_loss_out_frame", input.dtype)
+    w = None if weight is None else weight._data
+    if input.dim() <= 2:
+        return apply1(NllLossBackward0, input, t, w, int(ignore_index), reduction)
+    out = apply1(NllLoss2DBackward0, input, t, w, int(ignore_index), reduction)
+    if reduction == "none" and input.dim() != 4:  # torch computes on a 4-d view, viewed back
+        out = out.view(tuple(out.shape))
+    return out
+
+
+def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average=None,
+             ignore_index: int = -100, reduce=None, reduction: str = "mean") -> Tensor:
+    """``F.nll_loss``: input of log-probabilities (C), (N, C) or (N, C, d1, ...); class-index
+    targets; ``NllLossBackward0``."""
+    reduction = _reduction(size_average, reduce, reduction)
+    return _nll(input, target, weight, ignore_index, reduction)
+
+
+def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                  size_average=None, ignore_index: int = -100, reduce=None,
+                  reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
+    """``F.cross_entropy``: log_softmax over dim 1 (dim 0 for 1-d input), then nll_loss for
+    class indices, or the soft-target sum for class probabilities (target shaped as input)."""
+    reduction = _reduction(size_average, reduce, reduction)
+    if label_smoothing > 1.0:  # torch lets a negative value through: no smoothing
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: "
+                           f"{label_smoothing}")
+    class_dim = 0 if input.dim() == 1 else 1
+    if input.dim() and input.shape == target.shape:
+        return _cross_entropy_probs(input, target, weight, ignore_index, reduction,
+                                    label_smoothing, class_dim)
+    lp = _log_softmax(input, class_dim) if input.dim() else input
+    nll = _nll(lp, target, weight, ignore_index, reduction)
+    if label_smoothing <= 0.0:
+        return nll
+    n_classes = input.shape[class_dim]
+    ignore = target._data == ignore_index
+    if weight is not None:
+        wshape = [1] * input.dim()
+        wshape[class_dim] = n_classes
+        smooth = -(lp * weight.reshape(wshape)).sum(class_dim)
+    else:
+        smooth = -lp.sum(class_dim)
+    smooth = smooth.masked_fill(_make(ignore), 0.0)
+    if reduction == "mean":
+        if weight is not None:
+            denom = float(weight._data[target._data[~ignore]].sum())
+        else:
+            denom = float((~ignore).sum())
+        ret = smooth.sum() / denom
+    elif reduction == "sum":
+        ret = smooth.sum()
+    else:
+        ret = smooth
+    return nll * (1 - label_smoothing) + ret * (label_smoothing / n_classes)
+
+
+def _cross_entropy_probs(input, target, weight, ignore_index, reduction, label_smoothing,
+                         class_dim) -> Tensor:
+    if not target.dtype.is_floating_point:
+        raise RuntimeError(f"Expected floating point type for target with class probabilities, "
+                           f"got {scalar_name(target.dtype)}")
+    if ignore_index >= 0:
+        raise RuntimeError("ignore_index is not supported for floating point target")
+    n_classes = input.shape[class_dim]
+    if weight is not None and (weight.dim() != 1 or weight.numel() != n_classes):
+        raise RuntimeError(f"cross_entropy: weight tensor should be defined either for all "
+                           f"{n_classes} classes or no classes but got weight tensor of shape: "
+                           f"{list(weight.shape)}")
+    if label_smoothing > 0.0:
+        target = target * (1 - label_smoothing) + label_smoothing / n_classes
+    prod = _log_softmax(input, class_dim) * target
+    if weight is not None:
+        wshape = [1] * input.dim()
+        wshape[class_dim] = n_classes
+        prod = prod * weight.reshape(wshape)
+    if reduction == "none":
+        return -prod.sum(class_dim)
+    total = -prod.sum()
+    if reduction == "sum":
+        return total
+    if not input.numel():  # torch: the sum, filled with nan
+        return -(prod.sum() * math.nan)
+    return apply1(DivBackward1, total, input.numel() // n_classes)
+
+
+# --------------------------------------------------------------------------- binary cross-entropy
+
+
+class BinaryCrossEntropyBackward0(Op):
+    """binary_cross_entropy: -w (t log x + (1 - t) log(1 - x)), each log clamped to >= -100.
+
+    d/dx = w (x - t) / max(x (1 - x), 1e-12); d/dt = w (log(1 - x) - log(x)).
+    """
+
+    __slots__ = ("reduction", "shape", "weight")
+    save_inputs = (0, 1)
+
+    def forward(self, x, t, weight, reduction):
+        self.reduction, self.weight = reduction, weight
+        xp = xp_of(x)
+        with host.errstate(divide="ignore", invalid="ignore"):
+            lx = xp.maximum(xp.log(x), -100)
+            l1x = xp.maximum(xp.log1p(-x), -100)
+        loss = -(t * lx + (1 - t) * l1x)
+        if weight is not None:
+            loss = loss * weight
+        loss = loss.astype(x.dtype, copy=False)
+        self.shape = loss.shape
+        return _reduce_array(loss, reduction)
+
+    def backward(self, grad):
+        x, t = self.saved()
+        g = _grad_scale(grad, self.shape, self.reduction, math.prod(self.shape))
+        if self.weight is not None:
+            g = g * _make(self.weight)
+        gx = gt = None
+        if self.needs_grad(0):
+            gx = g * (x - t) / clamp_min((1 - x) * x, 1e-12)
+        if self.needs_grad(1):
+            gt = g * (log(1 - x) - log(x))
+        return gx, gt
+
+
+def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                         size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
+    """``F.binary_cross_entropy`` on probabilities (``BinaryCrossEntropyBackward0``)."""
+    reduction = _reduction(size_average, reduce, reduction)
+    if target.shape != input.shape:
+        raise ValueError(f"Using a target size ({target.size()}) that is different to the input "
+                         f"size ({input.size()}) is deprecated. Please ensure they have the "
+                         "same size.")
+    _not_differentiable(weight, "binary_cross_entropy", "weight")
+    if target.dtype != input.dtype:
+        raise RuntimeError(f"Found dtype {scalar_name(target.dtype)} but expected "
+                           f"{scalar_name(input.dtype)}")
+    x, t = input._data, target._data
+    if not ((x >= 0) & (x <= 1)).all():
+        raise RuntimeError("all elements of input should be between 0 and 1")
+    if not ((t >= 0) & (t <= 1)).all():
+        raise RuntimeError("all elements of target should be between 0 and 1")
+    w = None
+    if weight is not None:
+        w = xp_of(t).broadcast_to(weight._data, host.broadcast_shapes(t.shape, weight.shape))
+        w = w.astype(x.dtype)
+    return BinaryCrossEntropyBackward0.apply(input, target, params=(w, reduction))
+
+
+class BinaryCrossEntropyWithLogitsBackward0(Op):
+    """bce on logits, stable: w ((1 - t) x + (1 + (p - 1) t) softplus(-x)), p the pos_weight.
+
+    d/dx = w ((1 + (p - 1) t) sigmoid(x) - p t); d/dt = w ((1 - p) log_sigmoid(x) - x).
+    """
+
+    __slots__ = ("pos_weight", "reduction", "shape", "weight")
+    save_inputs = (0, 1)
+
+    def forward(self, x, t, weight, pos_weight, reduction):
+        self.reduction, self.weight, self.pos_weight = reduction, weight, pos_weight
+        softplus_neg = xp_of(x).logaddexp(0, -x)
+        if pos_weight is None:
+            loss = (1 - t) * x + softplus_neg
+        else:
+            loss = (1 - t) * x + (1 + (pos_weight - 1) * t) * softplus_neg
+        if weight is not None:
+            loss = loss * weight
+        loss = loss.astype(host.result_type(x.dtype, t.dtype), copy=False)
+        self.shape = loss.shape
+        return _reduce_array(loss, reduction)
+
+    def backward(self, grad):
+        x, t = self.saved()
+        g = _grad_scale(grad, self.shape, self.reduction, math.prod(self.shape))
+        if self.weight is not None:
+            g = g * _make(self.weight)
+        pw = None if self.pos_weight is None else _make(self.pos_weight)
+        gx = gt = None
+        if self.needs_grad(0):
+            gx = g * (sigmoid(x) - t if pw is None else (1 + (pw - 1) * t) * sigmoid(x) - pw * t)
+        if self.needs_grad(1):
+            gt = g * (-x if pw is None else (1 - pw) * _log_sigmoid(x) - x)
+        return gx, gt
+
+
+def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
+                                     weight: Tensor | None = None, size_average=None,
+                                     reduce=None, reduction: str = "mean",
+                                     pos_weight: Tensor | None = None) -> Tensor:
+    """``F.binary_cross_entropy_with_logits``: sigmoid and bce fused, stable for any logit."""
+    reduction = _reduction(size_average, reduce, reduction)
+    if target.shape != input.shape:
+        raise ValueError(f"Target size ({target.size()}) must be the same as input size "
+                         f"({input.size()})")
+    _not_differentiable(weight, "binary_cross_entropy_with_logits", "weight")
+    _not_differentiable(pos_weight, "binary_cross_entropy_with_logits", "pos_weight")
+    input, target = _common(input, target, "log_sigmoid_cpu")
+    dt = input._data.dtype
+    w = None if weight is None else weight._data.astype(dt)
+    pw = None if pos_weight is None else pos_weight._data.astype(dt)
+    for extra in (w, pw):
+        if extra is not None:
+            try:
+                host.broadcast_shapes(extra.shape, input.shape)
+            except ValueError:
+                raise broadcast_error(tuple(input.shape), extra.shape) from None
+    return BinaryCrossEntropyWithLogitsBackward0.apply(input, target,
+                                                       params=(w, pw, reduction))
+
+
+class SoftMarginLossBackward0(Op):
+    """soft_margin_loss: log(1 + exp(-y x)), stable; d/dx = -y sigmoid(-y x)."""
+
+    __slots__ = ("reduction", "shape", "y")
+    save_inputs = (0,)
+
+    def forward(self, x, y, reduction):
+        self.y, self.reduction = y, reduction
+        loss = xp_of(x).logaddexp(0, -y * x).astype(x.dtype, copy=False)
+        self.shape = loss.shape
+        return _reduce_array(loss, reduction)
+
+    def backward(self, grad):
+        (x,) = self.saved()
+        g = _grad_scale(grad, self.shape, self.reduction, math.prod(self.shape))
+        y = _make(self.y.astype(x._data.dtype))
+        return g * (-y * sigmoid(-y * x))
+
+
+def soft_margin_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
+                     reduction: str = "mean") -> Tensor:
+    """``F.soft_margin_loss`` (``SoftMarginLossBackward0``); target not differentiable."""
+    reduction = _reduction(size_average, reduce, reduction)
+    _not_differentiable(target, "soft_margin_loss", "target")
+    try:
+        host.broadcast_shapes(input.shape, target.shape)
+    except ValueError:
+        raise broadcast_error(tuple(input.shape), tuple(target.shape)) from None
+    return apply1(SoftMarginLossBackward0, input, target._data, reduction)
+
+
+class MultiMarginLossBackward0(Op):
+    """multi_margin_loss: sum over j != y of w[y] max(0, margin - x[y] + x[j])**p / C."""
+
+    __slots__ = ("margin", "nframe", "onehot", "p", "reduction", "wy")
+    save_inputs = (0,)
+
+    def forward(self, a, y, p, margin, weight, reduction):
+        x = a.reshape(-1, a.shape[-1] if a.ndim else 1)
+        nframe, dim = x.shape
+        xp = xp_of(a)
+        yy = y.reshape(-1).astype(host.int64)
+        if ((yy < 0) | (yy >= dim)).any():
+            raise RuntimeError("target out of range")
+        onehot = xp.zeros(x.shape, dtype=bool)
+        onehot[xp.arange(nframe), yy] = True
+        wy = (xp.ones(nframe, a.dtype) if weight is None else weight.reshape(-1)[yy])
+        wy = wy.astype(a.dtype)[:, None]
+        xy = x[xp.arange(nframe), yy][:, None]
+        z = margin - xy + x
+        h = xp.where((z > 0) & ~onehot, z if p == 1 else z * z, 0) * wy
+        loss = (h.sum(1) / dim).astype(a.dtype)
+        self.p, self.margin, self.wy, self.onehot = p, margin, wy, onehot
+        self.reduction, self.nframe = reduction, nframe
+        if reduction == "none":
+            return loss.reshape(a.shape[:-1]) if a.ndim == 2 else loss.reshape(y.shape)
+        return _reduce_array(loss, reduction)
+
+    def backward(self, grad):
+        (a,) = self.saved()
+        x = a.reshape(self.nframe, -1)
+        dim = x.shape[1]
+        onehot = _make(self.onehot.astype(x._data.dtype))
+        xy = (x * onehot).sum(1, keepdim=True)
+        z = x - xy + self.margin
+        active = _make(((z._data > 0) & ~self.onehot).astype(x._data.dtype) * self.wy / dim)
+        h = active if self.p == 1 else z * active * 2
+        local = h - onehot * h.sum(1, keepdim=True)
+        if self.reduction == "none":
+            g = grad.reshape(self.nframe, 1)
+        elif self.reduction == "mean":
+            g = grad / self.nframe
+        else:
+            g = grad
+        return (g * local).reshape(a.shape)
+
+
+def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float = 1.0,
+                      weight: Tensor | None = None, size_average=None, reduce=None,
+                      reduction: str = "mean") -> Tensor:
+    """``F.multi_margin_loss`` (``MultiMarginLossBackward0``), p = 1 or 2."""
+    reduction = _reduction(size_average, reduce, reduction)
+    if p != 1 and p != 2:
+        raise ValueError("only p == 1 and p == 2 supported")
+    if weight is not None and weight.dim() != 1:
+        raise ValueError("weight must be one-dimensional")
+    _not_differentiable(weight, "multi_margin_loss", "weight")
+    nd = input.dim()
+    if not ((nd == 2 and input.shape[1] != 0) or (nd == 1 and input.shape[0] != 0)
+            or nd == 0):
+        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch "
+                           f"size, but got: {_size_list(input)}")
+    nframe = input.shape[0] if nd == 2 else 1
+    dim = 1 if nd == 0 else input.shape[-1]
+    if target.dim() > 1 or target.numel() != nframe:
+        raise RuntimeError(f"multi_margin_loss: target tensor should be 1-D with size equal "
+                           f"to the number of input samples (batch size). Expected target size "
+                           f"[{nframe}], but got {_size_list(target)}. Input has shape "
+                           f"{_size_list(input)}.")
+    if weight is not None and weight.numel() != dim:
+        raise RuntimeError(f"inconsistent weight size, expected {dim} but got "
+                           f"{_size_list(weight)}")
+    w = None if weight is None else weight._data
+    return apply1(MultiMarginLossBackward0, input, target._data, p, float(margin), w, reduction)
+
+
+class MultilabelMarginLossBackward0(Op):
+    """multilabel_margin_loss: for each target class j (the targets before the first -1) and
+    non-target class d, max(0, 1 - (x[j] - x[d])), summed and divided by C. Piecewise linear:
+    the derivative is a constant array times the gradient."""
+
+    __slots__ = ("local", "nframe", "reduction")
+
+    def forward(self, a, t, reduction):
+        x = a.reshape(-1, a.shape[-1] if a.ndim else 1)
+        xp = xp_of(a)
+        tt = t.reshape(x.shape).astype(host.int64)
+        nframe, dim = x.shape
+        valid = xp.cumprod(tt != -1, axis=1).astype(bool)
+        if ((tt < -1) | (tt >= dim)).any():
+            raise RuntimeError("argument #2 'target' is out of range")
+        rows, cols = xp.nonzero(valid)
+        count = xp.zeros(x.shape, dtype=a.dtype)
+        xp.add.at(count, (rows, tt[rows, cols]), 1)
+        is_target = count > 0
+        z = 1 - x[:, :, None] + x[:, None, :]  # z[n, j, d] for target j, other d
+        pair = count[:, :, None] * (~is_target)[:, None, :]
+        hit = xp.where(z > 0, pair, 0)
+        loss = ((hit * z).sum(axis=(1, 2)) / dim).astype(a.dtype)
+        self.local = ((hit.sum(1) - hit.sum(2)) / dim).astype(a.dtype)
+        self.reduction, self.nframe = reduction, nframe
+        if reduction == "none":
+            return loss.reshape(a.shape[:-1]) if a.ndim == 2 else loss.reshape(())
+        return _reduce_array(loss, reduction)
+
+    def backward(self, grad):
+        if self.reduction == "none":
+            g = grad.reshape(self.nframe, 1)
+        elif self.reduction == "mean":
+            g = grad / self.nframe
+        else:
+            g = grad
+        shape = self._in_meta[0][0]
+        return (g * _make(self.local)).reshape(shape)
+
+
+def multilabel_margin_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
+                           reduction: str = "mean") -> Tensor:
+    """``F.multilabel_margin_loss`` (``MultilabelMarginLossBackward0``): target holds class
+    indices, ended by the first -1."""
+    reduction = _reduction(size_average, reduce, reduction)
+    nd = input.dim()
+    if not ((nd == 2 and input.shape[1] != 0) or (nd == 1 and input.shape[0] != 0)
+            or nd == 0):
+        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch "
+                           f"size, but got: {_size_list(input)}")
+    if tuple(target.shape) != tuple(input.shape) and not (nd == 0 and target.numel() == 1):
+        raise RuntimeError(f"inconsistent target size: {_size_list(target)} for input of size: "
+                           f"{_size_list(input)}")
+    return apply1(MultilabelMarginLossBackward0, input, target._data, reduction)
