@@ -54,31 +54,6 @@ from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set
 from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled
 from .autograd.grad_mode import is_inference_mode_enabled
 from .ops import *
-from .ops.creation import (
-    arange,
-    as_tensor,
-    empty,
-    empty_like,
-    eye,
-    from_numpy,
-    full,
-    full_like,
-    linspace,
-    logspace,
-    ones,
-    ones_like,
-    rand,
-    rand_like,
-    randint,
-    randint_like,
-    randn,
-    randn_like,
-    randperm,
-    scalar_tensor,
-    tensor,
-    zeros,
-    zeros_like,
-)
 from .random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 
 __version__ = "0.1.0"

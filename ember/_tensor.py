@@ -113,7 +113,7 @@ def _refresh_view(t: Tensor) -> None:
             break
     if fn is base_fn:
         return
-    from .ops.views import replay_view
+    from .ops.shape import replay_view
     prev = _grad_state.grad_enabled
     _grad_state.grad_enabled = True
     try:
@@ -678,7 +678,7 @@ class Tensor:
         return self._cast(dtype)
 
     def _cast(self, dtype: _dt.dtype) -> Tensor:
-        from .ops.elementwise import to_dtype
+        from .ops.unary import to_dtype
         return to_dtype(self, dtype)
 
     def cpu(self, memory_format=None) -> Tensor:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from .._backend import xp_of
 from .._tensor import Tensor, _make
 from ..ops.creation import zeros
-from ..ops.joining import stack
+from ..ops.shape import stack
 from .grad_mode import enable_grad
 
 

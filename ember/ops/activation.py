@@ -1,10 +1,11 @@
-"""nn.functional activations: relu family, elu/selu/celu, gelu, silu, mish, softplus, the hard*
-and *shrink functions, prelu, rrelu, glu, softmax/log_softmax/softmin.
+"""Activations (``F.*``): threshold, hardtanh, leaky_relu, rrelu, elu/selu/celu, gelu, silu, mish,
+softplus, logsigmoid, the hard* and *shrink functions, prelu, glu, softmax/log_softmax/softmin;
+and torch.softmax/log_softmax, the Tensor methods (dim required).
 
 Where torch has a fused kernel (``EluBackward0``, ``GeluBackward0``, ``SoftmaxBackward0``, ...)
 the activation is one primitive named as torch names it; its derivative is written with ember
-ops, so double backward works. The rest (softsign, tanhshrink, softmin) are composites written
-as torch writes them. In-place forms (``inplace=True``) go through ember's one in-place
+ops, so double backward works (softmin is softmax of -x, as torch writes it; the composites,
+relu6, softsign and tanhshrink, are in ``nn.functional.activation``). In-place forms (``inplace=True``) go through ember's one in-place
 mechanism; where torch records them under another node name (``LeakyReluBackward1``), a
 subclass carries that name.
 """
@@ -19,13 +20,19 @@ from .._backend import dtypes as _dt
 from .._backend import host, is_array, ndarray, xp_of
 from .._tensor import Tensor, _make, _wrap_dim
 from ._op import Op, apply1
-from .elementwise import _check_tensor, scalar_name, sigmoid, tanh, where
+from ._registry import register
+from .arithmetic import _check_tensor, scalar_name
+from .comparison import where
 from .inplace import inplace as _inplace
-from .joining import cat
-from .pointwise import erf
+from .shape import cat
+from .unary import erf, sigmoid, tanh
 
-__all__ = ["celu", "celu_", "elu", "elu_", "gelu", "glu", "hardshrink", "hardsigmoid", "hardswish", "hardtanh", "hardtanh_", "leaky_relu", "leaky_relu_", "log_softmax", "logsigmoid", "mish", "prelu", "rrelu", "rrelu_", "selu", "selu_", "silu", "softmax", "softmin", "softplus", "softshrink", "threshold", "threshold_"]
-
+__all__ = [
+    "celu", "celu_", "elu", "elu_", "gelu", "glu", "hardshrink", "hardsigmoid", "hardswish",
+    "hardtanh", "hardtanh_", "leaky_relu", "leaky_relu_", "log_softmax", "logsigmoid", "mish",
+    "prelu", "rrelu", "rrelu_", "selu", "selu_", "silu", "softmax", "softmin", "softplus",
+    "softshrink", "threshold", "threshold_"
+]
 
 
 def _float_only(x: Tensor, kernel: str) -> None:
@@ -73,11 +80,13 @@ class ThresholdBackward1(ThresholdBackward0):
     __slots__ = ()
 
 
+@register(method=False)
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
     """``F.threshold``: ``value`` where ``input <= threshold``."""
     return _unary(ThresholdBackward0, ThresholdBackward1, input, inplace, threshold, value)
 
 
+@register(method=False)
 def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:
     return _unary(ThresholdBackward0, ThresholdBackward1, input, True, threshold, value)
 
@@ -165,6 +174,7 @@ class RreluWithNoiseBackward1(RreluWithNoiseBackward0):
     __slots__ = ()
 
 
+@register(method=False)
 def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
           inplace: bool = False) -> Tensor:
     """``F.rrelu``: leaky relu with a random slope in [lower, upper] per element when training,
@@ -181,6 +191,7 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
     return _unary(RreluWithNoiseBackward0, RreluWithNoiseBackward1, input, inplace, slope)
 
 
+@register(method=False)
 def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
            training: bool = False) -> Tensor:
     return rrelu(input, lower, upper, training, inplace=True)
@@ -237,22 +248,26 @@ _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
 
 
+@register(method=False)
 def selu(input: Tensor, inplace: bool = False) -> Tensor:
     """``F.selu``: elu with torch's fixed alpha and scale (its node is ``EluBackward0``)."""
     _float_only(input, "elu_cpu")
     return _unary(EluBackward0, EluBackward1, input, inplace, _SELU_ALPHA, _SELU_SCALE, 1.0)
 
 
+@register(method=False)
 def selu_(input: Tensor) -> Tensor:
     return selu(input, inplace=True)
 
 
+@register(method=False)
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     """``F.celu``: max(0, x) + min(0, alpha * (exp(x / alpha) - 1))."""
     _float_only(input, "elu_cpu")
     return _unary(CeluBackward0, CeluBackward1, input, inplace, alpha, 1.0, 1.0 / alpha)
 
 
+@register(method=False)
 def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:
     return celu(input, alpha, inplace=True)
 
@@ -489,6 +504,7 @@ class HardshrinkBackward0(Op):
         return _mask(grad, (d < -self.lambd) | (d > self.lambd))
 
 
+@register
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """``F.hardshrink``."""
     _float_only(input, "hardshrink_cpu")
@@ -517,6 +533,7 @@ class PreluKernelBackward0(Op):
         return gx, gw
 
 
+@register
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """``F.prelu``: one slope, or one per channel (dim 1)."""
     n = weight._data.size
@@ -675,12 +692,14 @@ def _dim_required(name: str, dim) -> None:
         raise TypeError(f'{name}() missing 1 required positional arguments: "dim"')
 
 
+@register(name="softmax")
 def torch_softmax(input: Tensor, dim=_REQUIRED, dtype: _dt.dtype | None = None) -> Tensor:
     """``torch.softmax`` / ``Tensor.softmax``."""
     _dim_required("softmax", dim)
     return _softmax_impl(SoftmaxBackward0, "softmax", input, dim, dtype)
 
 
+@register(name="log_softmax")
 def torch_log_softmax(input: Tensor, dim=_REQUIRED, dtype: _dt.dtype | None = None) -> Tensor:
     """``torch.log_softmax`` / ``Tensor.log_softmax``."""
     _dim_required("log_softmax", dim)
@@ -689,15 +708,3 @@ def torch_log_softmax(input: Tensor, dim=_REQUIRED, dtype: _dt.dtype | None = No
 
 torch_softmax.__name__ = "softmax"
 torch_log_softmax.__name__ = "log_softmax"
-
-# torch_softmax / torch_log_softmax are exported as ember.softmax / ember.log_softmax by the
-# last import of ember/ops/__init__.py, which also runs this module's binding of the methods.
-
-
-def _bind_methods() -> None:
-    """Tensor.softmax / Tensor.log_softmax (torch's methods of the same names)."""
-    Tensor.softmax = torch_softmax
-    Tensor.log_softmax = torch_log_softmax
-
-
-_bind_methods()

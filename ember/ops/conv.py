@@ -1,4 +1,5 @@
-"""nn.functional: Convolutions: conv1d/2d/3d and conv_transpose1d/2d/3d via im2col and one matmul.
+"""Convolutions (``F.*``, and torch.conv1d, ...): conv1d/2d/3d and conv_transpose1d/2d/3d via
+im2col and one matmul; unfold/fold (im2col/col2im, ``Im2ColBackward0``/``Col2ImBackward0``).
 
 A convolution ``y = B(x, w)`` is bilinear, and three array kernels cover it and all its
 derivatives:
@@ -22,10 +23,13 @@ import warnings
 from .._backend import host, ndarray, xp_of
 from .._tensor import Tensor
 from ._op import Op, apply1
+from ._registry import register
 from .vision import _shape_str, accumulate_windows, ntuple, pad_array, windows
 
-__all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "fold", "unfold"]
-
+__all__ = [
+    "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+    "fold", "unfold"
+]
 
 
 # --------------------------------------------------------------------------- array kernels
@@ -312,6 +316,7 @@ def _conv_transposend(name: str, nd: int, input: Tensor, weight: Tensor, bias, s
     return y if batched else y.squeeze(0)
 
 
+@register(method=False)
 def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
            dilation=1, groups: int = 1) -> Tensor:
     """torch.nn.functional.conv1d: input (N, C, L) or (C, L), weight (Cout, C/groups, k);
@@ -319,6 +324,7 @@ def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     return _convnd("conv1d", 1, input, weight, bias, stride, padding, dilation, groups)
 
 
+@register(method=False)
 def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
            dilation=1, groups: int = 1) -> Tensor:
     """torch.nn.functional.conv2d: input (N, C, H, W) or (C, H, W), weight
@@ -326,12 +332,14 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, 
     return _convnd("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
 
 
+@register(method=False)
 def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
            dilation=1, groups: int = 1) -> Tensor:
     """torch.nn.functional.conv3d: input (N, C, D, H, W) or (C, D, H, W)."""
     return _convnd("conv3d", 3, input, weight, bias, stride, padding, dilation, groups)
 
 
+@register(method=False)
 def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1,
                      padding=0, output_padding=0, groups: int = 1, dilation=1) -> Tensor:
     """torch.nn.functional.conv_transpose1d: weight (C, Cout/groups, k); the adjoint of conv1d
@@ -340,6 +348,7 @@ def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
                              output_padding, groups, dilation)
 
 
+@register(method=False)
 def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1,
                      padding=0, output_padding=0, groups: int = 1, dilation=1) -> Tensor:
     """torch.nn.functional.conv_transpose2d: weight (C, Cout/groups, kh, kw)."""
@@ -347,6 +356,7 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
                              output_padding, groups, dilation)
 
 
+@register(method=False)
 def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1,
                      padding=0, output_padding=0, groups: int = 1, dilation=1) -> Tensor:
     """torch.nn.functional.conv_transpose3d: weight (C, Cout/groups, kd, kh, kw)."""

@@ -1,6 +1,6 @@
 """Tensor factories: tensor, as_tensor, from_numpy, zeros/ones/full/empty(+_like), eye,
 arange, linspace, rand/randn/randint(+_like), with torch's dtype inference and arguments;
-and ``to_device_copy``, the differentiable move between devices behind ``Tensor.to``.
+the ``Tensor.new_*`` methods; and ``to_device_copy``, the differentiable move between devices behind ``Tensor.to``.
 
 Without ``device=`` a factory uses the default device (``set_default_device``); a ``*_like``
 uses its input's. Values computed on the host (data, ranges, random draws) are copied over.
@@ -17,6 +17,7 @@ from .._backend.device import to_device
 from .._tensor import REQUIRES_GRAD_DTYPE_ERROR, Size, Tensor, _as_array, _make
 from ..random import rng
 from ._op import Op, apply1
+from ._registry import register
 
 
 def _finish(data: ndarray, requires_grad: bool, device=None) -> Tensor:
@@ -50,6 +51,7 @@ def _float_dtype(dtype) -> host.dtype:
     return _dt.to_dtype(dtype).np if dtype is not None else _dt.get_default_dtype().np
 
 
+@register(method=False)
 def tensor(data, *, dtype=None, device=None, requires_grad: bool = False,
            pin_memory: bool = False) -> Tensor:
     """``torch.tensor``: copy ``data`` (Python floats become float32, ints int64)."""
@@ -63,6 +65,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad: bool = False,
     return _finish(arr, requires_grad, device)
 
 
+@register(method=False)
 def as_tensor(data, dtype=None, device=None) -> Tensor:
     """``torch.as_tensor``: share memory with a Tensor or ndarray when no conversion is needed."""
     dt = _dt.to_dtype(dtype) if dtype is not None else None
@@ -75,6 +78,7 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
     return _finish(_as_array(data, dt), False, device)
 
 
+@register(method=False)
 def from_numpy(ndarray: ndarray) -> Tensor:
     """``torch.from_numpy``: a CPU tensor sharing the array's memory (changes show in both)."""
     if not isinstance(ndarray, host.ndarray):
@@ -89,16 +93,19 @@ def _filled(size, fill, dtype, device, requires_grad, op):
     return _finish(xp.full(shape, fill, dtype=_float_dtype(dtype)), requires_grad, device)
 
 
+@register(method=False)
 def zeros(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False) -> Tensor:
     """``torch.zeros``."""
     return _filled(size, 0, dtype, device, requires_grad, "zeros")
 
 
+@register(method=False)
 def ones(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False) -> Tensor:
     """``torch.ones``."""
     return _filled(size, 1, dtype, device, requires_grad, "ones")
 
 
+@register(method=False)
 def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=False,
           pin_memory=False, memory_format=None) -> Tensor:
     """``torch.empty``: uninitialised memory."""
@@ -107,6 +114,7 @@ def empty(*size, out=None, dtype=None, layout=None, device=None, requires_grad=F
     return _finish(xp.empty(shape, dtype=_float_dtype(dtype)), requires_grad, device)
 
 
+@register(method=False)
 def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None,
          requires_grad=False) -> Tensor:
     """``torch.full``: dtype inferred from ``fill_value`` (bool, int64 or the default float)."""
@@ -130,26 +138,31 @@ def _like(input: Tensor, dtype, device, fill, requires_grad) -> Tensor:
     return _finish(data, requires_grad, dev)
 
 
+@register(method=False)
 def zeros_like(input: Tensor, *, dtype=None, layout=None, device=None, requires_grad=False,
                memory_format=None) -> Tensor:
     return _like(input, dtype, device, 0, requires_grad)
 
 
+@register(method=False)
 def ones_like(input: Tensor, *, dtype=None, layout=None, device=None, requires_grad=False,
               memory_format=None) -> Tensor:
     return _like(input, dtype, device, 1, requires_grad)
 
 
+@register(method=False)
 def empty_like(input: Tensor, *, dtype=None, layout=None, device=None, requires_grad=False,
                memory_format=None) -> Tensor:
     return _like(input, dtype, device, None, requires_grad)
 
 
+@register(method=False)
 def full_like(input: Tensor, fill_value, *, dtype=None, layout=None, device=None,
               requires_grad=False, memory_format=None) -> Tensor:
     return _like(input, dtype, device, fill_value, requires_grad)
 
 
+@register(method=False)
 def eye(n: int, m: int | None = None, *, out=None, dtype=None, layout=None, device=None,
         requires_grad=False) -> Tensor:
     """``torch.eye``: an n x m identity matrix."""
@@ -160,6 +173,7 @@ def eye(n: int, m: int | None = None, *, out=None, dtype=None, layout=None, devi
                    device)
 
 
+@register(method=False)
 def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None,
            requires_grad=False) -> Tensor:
     """``torch.arange``: int64 for integer arguments, else the default float dtype."""
@@ -181,6 +195,7 @@ def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
     return _finish(host.asarray(data).astype(dt), requires_grad, device)
 
 
+@register(method=False)
 def linspace(start, end, steps: int, *, out=None, dtype=None, layout=None, device=None,
              requires_grad=False) -> Tensor:
     """``torch.linspace``, computed as torch does (symmetric halves in the output dtype)."""
@@ -204,6 +219,7 @@ def linspace(start, end, steps: int, *, out=None, dtype=None, layout=None, devic
     return _finish(host.concatenate([lo, hi]).astype(dt), requires_grad, device)
 
 
+@register(method=False)
 def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=None,
              requires_grad=False) -> Tensor:
     lin = linspace(start, end, steps, dtype=dtype, device="cpu")
@@ -223,18 +239,21 @@ def _random_floats(kind: str, size, generator, dtype, device, requires_grad, op)
     return _finish(data.astype(dt, copy=False), requires_grad, device)
 
 
+@register(method=False)
 def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None,
          requires_grad=False) -> Tensor:
     """``torch.rand``: uniform on [0, 1)."""
     return _random_floats("u", size, generator, dtype, device, requires_grad, "rand")
 
 
+@register(method=False)
 def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
           requires_grad=False) -> Tensor:
     """``torch.randn``: standard normal."""
     return _random_floats("n", size, generator, dtype, device, requires_grad, "randn")
 
 
+@register(method=False)
 def randint(*args, generator=None, out=None, dtype=None, layout=None, device=None,
             requires_grad=False, size=None, low=None, high=None) -> Tensor:
     """``torch.randint(high, size)`` or ``torch.randint(low, high, size)``: int64 by default."""
@@ -260,18 +279,21 @@ def randint(*args, generator=None, out=None, dtype=None, layout=None, device=Non
     return _finish(data, requires_grad, device)
 
 
+@register(method=False)
 def rand_like(input: Tensor, *, dtype=None, device=None, requires_grad=False,
               memory_format=None) -> Tensor:
     return rand(input._data.shape, dtype=dtype or input.dtype, requires_grad=requires_grad,
                 device=input.device if device is None else device)
 
 
+@register(method=False)
 def randn_like(input: Tensor, *, dtype=None, device=None, requires_grad=False,
                memory_format=None) -> Tensor:
     return randn(input._data.shape, dtype=dtype or input.dtype, requires_grad=requires_grad,
                  device=input.device if device is None else device)
 
 
+@register(method=False)
 def randint_like(input: Tensor, low=0, high=None, *, dtype=None, device=None,
                  requires_grad=False, memory_format=None) -> Tensor:
     if high is None:
@@ -280,14 +302,61 @@ def randint_like(input: Tensor, low=0, high=None, *, dtype=None, device=None,
                    device=input.device if device is None else device)
 
 
+@register(method=False)
 def randperm(n: int, *, generator=None, dtype=None, device=None,
              requires_grad=False) -> Tensor:
     dt = _dt.to_dtype(dtype).np if dtype is not None else host.int64
     return _finish(rng(generator).permutation(n).astype(dt), requires_grad, device)
 
 
+@register(method=False)
 def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     return _finish(host.asarray(s, dtype=_float_dtype(dtype)), requires_grad, device)
+
+
+
+# --------------------------------------------------------------------------- Tensor.new_*
+# torch's defaults: ``self``'s dtype and device
+
+
+@register(export=False)
+def new_tensor(self: Tensor, data, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """``Tensor.new_tensor``: ``tensor(data)`` with ``self``'s dtype and device by default."""
+    return tensor(data, dtype=dtype or self.dtype, device=device or self.device,
+                  requires_grad=requires_grad)
+
+
+@register(export=False)
+def new_zeros(self: Tensor, *size, dtype=None, device=None, requires_grad=False,
+              **kwargs) -> Tensor:
+    """``Tensor.new_zeros``: ``zeros(size)`` with ``self``'s dtype and device by default."""
+    return zeros(*size, dtype=dtype or self.dtype, device=device or self.device,
+                 requires_grad=requires_grad, **kwargs)
+
+
+@register(export=False)
+def new_ones(self: Tensor, *size, dtype=None, device=None, requires_grad=False,
+             **kwargs) -> Tensor:
+    """``Tensor.new_ones``: ``ones(size)`` with ``self``'s dtype and device by default."""
+    return ones(*size, dtype=dtype or self.dtype, device=device or self.device,
+                requires_grad=requires_grad, **kwargs)
+
+
+@register(export=False)
+def new_empty(self: Tensor, *size, dtype=None, device=None, requires_grad=False,
+              **kwargs) -> Tensor:
+    """``Tensor.new_empty``: ``empty(size)`` with ``self``'s dtype and device by default."""
+    return empty(*size, dtype=dtype or self.dtype, device=device or self.device,
+                 requires_grad=requires_grad, **kwargs)
+
+
+@register(export=False)
+def new_full(self: Tensor, size, fill_value, dtype=None, device=None,
+             requires_grad=False) -> Tensor:
+    """``Tensor.new_full``: ``full(size, fill_value)`` with ``self``'s dtype and device by
+    default."""
+    return full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
+                requires_grad=requires_grad)
 
 
 class ToCopyBackward0(Op):

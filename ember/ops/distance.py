@@ -1,6 +1,6 @@
-"""nn.functional distances: normalize, cosine_similarity, pairwise_distance, pdist.
+"""Distances (``F.*`` and torch.*): cosine_similarity, pairwise_distance, pdist.
 
-The first three are composites written as torch writes them (so their graphs match);
+The first two are written as torch writes them (so their graphs match);
 ``pdist`` is one primitive (``PdistBackward0``), its derivative in ember ops.
 """
 
@@ -11,12 +11,13 @@ from .._backend import xp_of
 from .._tensor import Tensor, _make
 from ..autograd.grad_mode import no_grad
 from ._op import Op, apply1, broadcast_error
-from .elementwise import scalar_name, where
-from .reduction import LinalgVectorNormBackward0, linalg_vector_norm, reduce_dims
-from .views import broadcast_tensors
+from ._registry import register
+from .arithmetic import scalar_name
+from .comparison import where
+from .reductions import LinalgVectorNormBackward0, linalg_vector_norm, reduce_dims
+from .shape import broadcast_tensors
 
 __all__ = ["cosine_similarity", "pairwise_distance", "pdist"]
-
 
 
 def _broadcast(x1: Tensor, x2: Tensor) -> tuple[Tensor, Tensor]:
@@ -28,6 +29,7 @@ def _broadcast(x1: Tensor, x2: Tensor) -> tuple[Tensor, Tensor]:
     return broadcast_tensors(x1, x2)
 
 
+@register(method=False)
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
     """``F.cosine_similarity``: sum(x1/|x1| * x2/|x2|) over dim, each norm clamped to eps.
 
@@ -57,6 +59,7 @@ class NormBackward1(LinalgVectorNormBackward0):
     __slots__ = ()
 
 
+@register(method=False)
 def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
                       keepdim: bool = False) -> Tensor:
     """``F.pairwise_distance``: ||x1 - x2 + eps||_p over the last dim (of the broadcast)."""
@@ -125,6 +128,7 @@ class PdistBackward0(Op):
         return a.t().mm(grad.unsqueeze(1) * w)
 
 
+@register(method=False)
 def pdist(input: Tensor, p: float = 2) -> Tensor:
     """``F.pdist``: the p-norm distances between the rows of a 2-D input, pairs i < j."""
     if input._data.ndim != 2:

@@ -14,7 +14,8 @@ from .._tensor import Tensor, _make, _refresh_view
 from ..autograd.grad_mode import state as _grad_state
 from ..autograd.graph import next_sequence_nr
 from ._op import Op
-from .views import replay_view, replay_view_array
+from ._registry import register
+from .shape import replay_view, replay_view_array
 
 LEAF_ERROR = "a leaf Variable that requires grad is being used in an in-place operation."
 VIEW_OF_LEAF_ERROR = ("a view of a leaf Variable that requires grad is being used in an in-place "
@@ -275,6 +276,7 @@ class ZeroBackward0(Op):
         return grad * 0
 
 
+@register(export=False)
 def copy_(self: Tensor, src, non_blocking: bool = False) -> Tensor:
     """``Tensor.copy_``: copy (broadcast, cast) ``src`` into ``self``."""
     if not isinstance(src, Tensor):
@@ -291,6 +293,7 @@ def _copy(self: Tensor, src: Tensor) -> Tensor:
                            f"non-singleton dimension {self._data.ndim - 1}") from None
 
 
+@register
 def fill_(self: Tensor, value) -> Tensor:
     """``Tensor.fill_``: set every element to ``value``."""
     if isinstance(value, Tensor):
@@ -303,6 +306,7 @@ def fill_(self: Tensor, value) -> Tensor:
     return inplace(self, lambda t, v: FillBackward2.apply(t, params=(v,)), value)
 
 
+@register
 def zero_(self: Tensor) -> Tensor:
     """``Tensor.zero_``: set every element to zero."""
     return inplace(self, lambda t: ZeroBackward0.apply(t))

@@ -1,9 +1,11 @@
-"""nn.functional: Loss functions: mse, l1, smooth_l1, huber, cross_entropy, nll, binary cross-entropy (with logits), kl_div, and the margin/embedding losses.
+"""Losses with a primitive (``F.*``): mse, smooth_l1, huber, nll, cross_entropy, binary
+cross-entropy (with logits), soft margin, multi margin, multilabel margin; and the reduction
+helpers the composite losses of ``nn.functional.loss`` share.
 
 Where torch has a fused kernel with a simple rule (``MseLossBackward0``, ``NllLossBackward0``,
 ``BinaryCrossEntropyWithLogitsBackward0``, ...) the loss is one primitive here, named as torch
-names it, its derivative written in ember ops (so double backward works). The rest are
-composites of ember ops written as torch writes them, so their graphs match torch's.
+names it, its derivative written in ember ops (so double backward works). cross_entropy is
+log_softmax then nll_loss, as in torch.
 """
 
 from __future__ import annotations
@@ -16,17 +18,16 @@ from .._backend import host, ndarray, xp_of
 from .._tensor import Tensor, _make
 from ..autograd.grad_mode import state as _grad_state
 from ._op import Op, apply1, broadcast_error
-from .elementwise import (
-    clamp_min,
-    exp,
-    log,
-    scalar_name,
-    sigmoid,
-    sign,
-    where,
-)
+from .arithmetic import scalar_name
+from .comparison import clamp_min, where
+from .unary import abs as _abs
+from .unary import exp, log, sigmoid, sign
 
-__all__ = ["binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy", "huber_loss", "mse_loss", "multi_margin_loss", "multilabel_margin_loss", "nll_loss", "smooth_l1_loss", "soft_margin_loss"]
+__all__ = [
+    "binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy", "huber_loss",
+    "mse_loss", "multi_margin_loss", "multilabel_margin_loss", "nll_loss", "smooth_l1_loss",
+    "soft_margin_loss"
+]
 
 
 _REDUCTIONS = ("none", "mean", "sum")
@@ -541,6 +542,13 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     return BinaryCrossEntropyBackward0.apply(input, target, params=(w, reduction))
 
 
+def _log_sigmoid(x: Tensor) -> Tensor:
+    """Stable log(sigmoid(x)) = min(x, 0) - log(1 + exp(-|x|)), in ember ops; min(x, 0) is
+    written (x - |x|) / 2 so the derivative at 0 is the true 1/2."""
+    ax = _abs(x)
+    return (x - ax) * 0.5 - log(1 + exp(-ax))
+
+
 class BinaryCrossEntropyWithLogitsBackward0(Op):
     """bce on logits, stable: w ((1 - t) x + (1 + (p - 1) t) softplus(-x)), p the pos_weight.
 
@@ -600,6 +608,13 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
                 raise broadcast_error(tuple(input.shape), extra.shape) from None
     return BinaryCrossEntropyWithLogitsBackward0.apply(input, target,
                                                        params=(w, pw, reduction))
+
+
+# --------------------------------------------------------------------------- margin losses
+
+
+def _size_list(t: Tensor) -> str:
+    return str(list(t.shape))
 
 
 class SoftMarginLossBackward0(Op):

@@ -1,11 +1,9 @@
-"""nn.functional normalisation: batch_norm, layer_norm, group_norm, instance_norm,
-local_response_norm.
+"""Normalisation primitives (``F.*``): batch_norm, layer_norm, group_norm.
 
 batch/layer/group norm are one primitive each, named as torch names them
 (``NativeBatchNormBackward0``, ...), with edges for input, weight and bias. Their derivatives
 recompute the statistics from the saved input with ember ops, so double backward works.
-instance_norm is batch_norm on a (1, N*C, ...) view, as in torch; local_response_norm is a
-composite.
+instance_norm and local_response_norm, composites, are in ``nn.functional.normalization``.
 """
 
 from __future__ import annotations
@@ -13,9 +11,9 @@ from __future__ import annotations
 from .._backend import xp_of
 from .._tensor import Size, Tensor, _make
 from ._op import Op
+from ._registry import register
 
 __all__ = ["batch_norm", "group_norm", "layer_norm"]
-
 
 
 def _shape_str(shape) -> str:
@@ -24,7 +22,7 @@ def _shape_str(shape) -> str:
 
 def _float_only(x: Tensor, kernel: str) -> None:
     if x._data.dtype.kind != "f":
-        from ...ops.elementwise import scalar_name
+        from .arithmetic import scalar_name
         raise NotImplementedError(f'"{kernel}" not implemented for \'{scalar_name(x.dtype)}\'')
 
 
@@ -173,6 +171,7 @@ class NativeLayerNormBackward0(Op):
         return gx, gw, gb
 
 
+@register(method=False)
 def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """``F.layer_norm``: normalise over the trailing ``normalized_shape`` dims."""
@@ -243,6 +242,7 @@ class NativeGroupNormBackward0(Op):
         return gx, gw, gb
 
 
+@register(method=False)
 def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """``F.group_norm``: normalise over each group of ``C // num_groups`` channels."""

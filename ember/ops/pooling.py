@@ -1,4 +1,5 @@
-"""nn.functional: Pooling: max/avg pool 1d/2d, adaptive pools, lp pools.
+"""Pooling (``F.*``; torch.max_pool1d, ... where torch has them): max/avg pool 1d/2d, adaptive
+pools. The lp pools, composites, are in ``nn.functional.pooling``.
 
 Max pools take the running maximum over the kernel offsets of a window view (one vectorised
 step per offset, torch's tie rule: the first maximum wins, a NaN always wins) and record flat
@@ -15,10 +16,15 @@ import math
 from .._backend import host, ndarray, xp_of
 from .._tensor import Tensor, _make
 from ._op import Op, apply1
+from ._registry import register
 from .vision import AxisMap, _shape_str, apply_maps, ntuple, pad_array, windows
 
-__all__ = ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d", "adaptive_max_pool2d_with_indices", "avg_pool1d", "avg_pool2d", "max_pool1d", "max_pool1d_with_indices", "max_pool2d", "max_pool2d_with_indices"]
-
+__all__ = [
+    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d",
+    "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d", "adaptive_max_pool2d_with_indices",
+    "avg_pool1d", "avg_pool2d", "max_pool1d", "max_pool1d_with_indices", "max_pool2d",
+    "max_pool2d_with_indices"
+]
 
 
 # --------------------------------------------------------------------------- index scatter/gather
@@ -230,6 +236,7 @@ def max_pool2d_with_indices(input: Tensor, kernel_size, stride=None, padding=0, 
     return _max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode)
 
 
+@register(method=False)
 def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
                ceil_mode: bool = False, return_indices: bool = False):
     """torch.nn.functional.max_pool2d over a (N, C, H, W) or (C, H, W) input; stride defaults
@@ -244,6 +251,7 @@ def _check_1d(name: str, input: Tensor) -> None:
                            f"batch size for input, but got:{_shape_str(input.shape)}")
 
 
+@register(method=False)
 def max_pool1d_with_indices(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
                             ceil_mode: bool = False, return_indices: bool = False):
     """torch.nn.functional.max_pool1d_with_indices."""
@@ -270,6 +278,7 @@ def max_pool1d_with_indices(input: Tensor, kernel_size, stride=None, padding=0, 
     return y.squeeze(-2), idx.squeeze(-2)
 
 
+@register(method=False)
 def max_pool1d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
                ceil_mode: bool = False, return_indices: bool = False):
     """torch.nn.functional.max_pool1d over a (N, C, L) or (C, L) input."""
@@ -315,6 +324,7 @@ def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bo
     return apply_maps("AvgPool2DBackward0", input, maps)
 
 
+@register(method=False)
 def avg_pool1d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
                count_include_pad: bool = True) -> Tensor:
     """torch.nn.functional.avg_pool1d over a (N, C, L) or (C, L) input (avg_pool2d inside)."""
@@ -381,6 +391,7 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
     return _adaptive_avg_pool(input, out, 2)
 
 
+@register(method=False)
 def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:
     """torch.nn.functional.adaptive_avg_pool1d over a (N, C, L) or (C, L) input."""
     if input.dim() not in (2, 3):
@@ -437,6 +448,7 @@ def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False
     return (y, idx) if return_indices else y
 
 
+@register(name="adaptive_max_pool1d", method=False)
 def adaptive_max_pool1d_with_indices(input: Tensor, output_size, return_indices: bool = False):
     """torch.nn.functional.adaptive_max_pool1d_with_indices."""
     if input.dim() not in (2, 3):

@@ -1,5 +1,6 @@
-"""Products: vdot, outer, inner, addmm/addmv/addr/baddbmm/addbmm, einsum, tensordot, kron, cross,
-multi_dot; and the top-level aliases of torch.linalg functions (det, inverse, svd, ...)."""
+"""Products: matmul, mm, bmm, mv, dot (BLAS-backed, with torch's 1-d and batching rules); vdot,
+outer, inner, addmm/addmv/addr/baddbmm/addbmm, einsum, tensordot, kron, cross, multi_dot; and the
+top-level aliases of torch.linalg functions (det, inverse, svd, ...)."""
 
 from __future__ import annotations
 
@@ -8,35 +9,231 @@ from collections import namedtuple
 
 from .._backend import host, xp_of
 from .._tensor import _CPP_NAMES, Tensor, _make, _wrap_dim
-from ._op import Op
-from .blas import DotBackward0, check_vectors, matmul, mm
-from .elementwise import scalar_name
+from ._op import BinaryOp, Op
+from ._registry import register
+from .arithmetic import scalar_name
 
-__all__ = [
-    "addbmm",
-    "addmm",
-    "addmv",
-    "addr",
-    "baddbmm",
-    "chain_matmul",
-    "cholesky_solve",
-    "cross",
-    "det",
-    "einsum",
-    "ger",
-    "inner",
-    "inverse",
-    "kron",
-    "logdet",
-    "matrix_power",
-    "outer",
-    "pinverse",
-    "slogdet",
-    "svd",
-    "tensordot",
-    "vdot",
-]
 
+# --------------------------------------------------------------------------- matmul and BLAS
+
+def _dtype_check(a: Tensor, b: Tensor, op: str) -> None:
+    if a._data.dtype != b._data.dtype:
+        from .._backend import from_numpy_dtype
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
+                           f"{from_numpy_dtype(a._data.dtype).name} != "
+                           f"{from_numpy_dtype(b._data.dtype).name}")
+
+
+class MmBackward0(BinaryOp):
+    """mm(a, b): d/da = grad @ b^T, d/db = a^T @ grad."""
+
+    __slots__ = ()
+    save_inputs = (0, 1)
+    save_crosswise = True
+
+    def forward(self, a, b):
+        return a @ b
+
+    def backward(self, grad):
+        a, b = self.saved()
+        return (grad.mm(b.t()) if self.needs_grad(0) else None,
+                a.t().mm(grad) if self.needs_grad(1) else None)
+
+    def raw_backward(self, grad):
+        a, b = self.saved()
+        (ea, _), (eb, _) = self.next_functions
+        return (grad @ b._data.T if ea is not None else None,
+                a._data.T @ grad if eb is not None else None)
+
+
+class MvBackward0(BinaryOp):
+    """mv(m, v): d/dm = outer(grad, v), d/dv = m^T @ grad."""
+
+    __slots__ = ()
+    save_inputs = (0, 1)
+    save_crosswise = True
+
+    def forward(self, m, v):
+        return m @ v
+
+    def backward(self, grad):
+        m, v = self.saved()
+        return (grad.unsqueeze(1) * v if self.needs_grad(0) else None,
+                m.t().mv(grad) if self.needs_grad(1) else None)
+
+
+class DotBackward0(BinaryOp):
+    """dot(a, b): d/da = grad * b, d/db = grad * a."""
+
+    __slots__ = ()
+    save_inputs = (0, 1)
+    save_crosswise = True
+
+    def forward(self, a, b):
+        return a.dot(b)
+
+    def backward(self, grad):
+        a, b = self.saved()
+        return (grad * b if self.needs_grad(0) else None,
+                grad * a if self.needs_grad(1) else None)
+
+
+class BmmBackward0(BinaryOp):
+    """bmm(a, b): d/da = grad @ b^T, d/db = a^T @ grad, per batch."""
+
+    __slots__ = ()
+    save_inputs = (0, 1)
+    save_crosswise = True
+
+    def forward(self, a, b):
+        return a @ b
+
+    def backward(self, grad):
+        a, b = self.saved()
+        return (grad.bmm(b.mT) if self.needs_grad(0) else None,
+                a.mT.bmm(grad) if self.needs_grad(1) else None)
+
+
+class MatmulBackward0(BinaryOp):
+    """matmul with broadcast batch dims, where one side may be 1-d (promoted to a row or a
+    column, as NumPy and torch do); the engine sums gradients over broadcast dims.
+
+    NOTE: torch folds these cases into mm/bmm plus views, so its grad_fn names the fold
+    (UnsafeViewBackward0, ...); one node keeps ember's graph small and the result not a view.
+    """
+
+    __slots__ = ()
+    save_inputs = (0, 1)
+
+    def forward(self, a, b):
+        return a @ b
+
+    def backward(self, grad):
+        a, b = self.saved()
+        ga = gb = None
+        if a._data.ndim == 1:  # (k) @ (..., k, n) -> (..., n)
+            row = grad.unsqueeze(-2)
+            if self.needs_grad(0):
+                ga = matmul(row, b.mT).squeeze(-2)
+            if self.needs_grad(1):
+                gb = a.unsqueeze(-1) * row
+        elif b._data.ndim == 1:  # (..., n, k) @ (k) -> (..., n)
+            col = grad.unsqueeze(-1)
+            if self.needs_grad(0):
+                ga = col * b
+            if self.needs_grad(1):
+                gb = matmul(a.mT, col).squeeze(-1)
+        else:
+            if self.needs_grad(0):
+                ga = matmul(grad, b.mT)
+            if self.needs_grad(1):
+                gb = matmul(a.mT, grad)
+        return ga, gb
+
+
+def _size_error(op: str, a: Tensor, b: Tensor) -> RuntimeError:
+    sa, sb = a._data.shape, b._data.shape
+    if op == "dot":
+        return RuntimeError(f"inconsistent tensor size, expected tensor [{sa[0]}] and src "
+                            f"[{sb[0]}] to have the same number of elements, but got {sa[0]} "
+                            f"and {sb[0]} elements respectively")
+    if op == "mv":
+        return RuntimeError(f"size mismatch, got input ({sa[0]}), mat ({sa[0]}x{sa[1]}), vec "
+                            f"({sb[0]})")
+    return RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({sa[-2]}x{sa[-1]} and "
+                        f"{sb[-2]}x{sb[-1]})")
+
+
+@register
+def mm(input: Tensor, mat2: Tensor) -> Tensor:
+    """``torch.mm``: 2-D @ 2-D."""
+    if input._data.ndim != 2 or mat2._data.ndim != 2:
+        bad = input if input._data.ndim != 2 else mat2
+        raise RuntimeError(f"{'self' if bad is input else 'mat2'} must be a matrix")
+    if input._data.shape[1] != mat2._data.shape[0]:
+        raise _size_error("mm", input, mat2)
+    _dtype_check(input, mat2, "mm")
+    return MmBackward0.apply(input, mat2)
+
+
+@register
+def mv(input: Tensor, vec: Tensor) -> Tensor:
+    """``torch.mv``: 2-D @ 1-D."""
+    if input._data.ndim != 2 or vec._data.ndim != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got {vec._data.ndim}, "
+                           f"{input._data.ndim}, {vec._data.ndim}")
+    _dtype_check(input, vec, "mv")
+    if input._data.shape[1] != vec._data.shape[0]:
+        raise _size_error("mv", input, vec)
+    return MvBackward0.apply(input, vec)
+
+
+def check_vectors(input: Tensor, other: Tensor) -> None:
+    """dot's (and vdot's) argument checks, with torch's messages."""
+    if input._data.ndim != 1 or other._data.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input._data.ndim}D and "
+                           f"{other._data.ndim}D tensors")
+    if input._data.dtype != other._data.dtype:
+        raise RuntimeError("dot : expected both vectors to have same dtype, but found "
+                           f"{scalar_name(input.dtype)} and {scalar_name(other.dtype)}")
+    if input._data.shape[0] != other._data.shape[0]:
+        raise _size_error("dot", input, other)
+
+
+@register
+def dot(input: Tensor, other: Tensor) -> Tensor:
+    """``torch.dot``: 1-D . 1-D."""
+    check_vectors(input, other)
+    return DotBackward0.apply(input, other)
+
+
+@register
+def bmm(input: Tensor, mat2: Tensor) -> Tensor:
+    """``torch.bmm``: (b, n, m) @ (b, m, p), no broadcasting."""
+    if input._data.ndim != 3 or mat2._data.ndim != 3:
+        raise RuntimeError("batch1 must be a 3D tensor")
+    if input._data.shape[0] != mat2._data.shape[0] or input._data.shape[2] != mat2._data.shape[1]:
+        sa, sb = input._data.shape, mat2._data.shape
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{sa[0]}, {sa[2]}] but got: [{sb[0]}, {sb[1]}].")
+    _dtype_check(input, mat2, "bmm")
+    return BmmBackward0.apply(input, mat2)
+
+
+@register(operators=("__matmul__",))
+def matmul(input: Tensor, other: Tensor) -> Tensor:
+    """``torch.matmul``: dot, mv, mm or broadcast batched matmul by the operands' dims."""
+    if not isinstance(input, Tensor) or not isinstance(other, Tensor):
+        raise TypeError(f"matmul(): argument 'other' must be Tensor, not "
+                        f"{type(other if isinstance(input, Tensor) else input).__name__}")
+    da, db = input._data.ndim, other._data.ndim
+    if da == 0 or db == 0:
+        raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are "
+                           f"{da}D and {db}D")
+    if da == 1 and db == 1:
+        return dot(input, other)
+    if da == 2 and db == 1:
+        return mv(input, other)
+    if da == 2 and db == 2:
+        return mm(input, other)
+    _dtype_check(input, other, "matmul")
+    sa, sb = input._data.shape, other._data.shape
+    if sa[-1] != sb[-2 if db > 1 else 0]:
+        rows, cols = (sa[-2] if da > 1 else 1), (sb[-1] if db > 1 else 1)
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{sa[-1]} and "
+                           f"{sb[-2 if db > 1 else 0]}x{cols})")
+    try:
+        host.broadcast_shapes(sa[:-2], sb[:-2])
+    except ValueError:
+        raise RuntimeError(f"The size of tensor a ({sa[-3]}) must match the size "
+                           f"of tensor b ({sb[-3]}) at non-singleton dimension 0") from None
+    return MatmulBackward0.apply(input, other)
+
+
+@register(method=False, export=False, operators=("__rmatmul__",))
+def rmatmul(input: Tensor, other: Tensor) -> Tensor:
+    """``other @ input`` (``Tensor.__rmatmul__``)."""
+    return matmul(other, input)
 
 # --------------------------------------------------------------------------- small products
 
@@ -46,12 +243,14 @@ class VdotBackward0(DotBackward0):
     __slots__ = ()
 
 
+@register
 def vdot(input: Tensor, other: Tensor) -> Tensor:
     """``torch.vdot``: the dot product (the first argument conjugated: a no-op for reals)."""
     check_vectors(input, other)
     return VdotBackward0.apply(input, other)
 
 
+@register(aliases=("ger",))
 def outer(input: Tensor, vec2: Tensor) -> Tensor:
     """``torch.outer`` (``ger``): ``input[:, None] * vec2``, recorded as torch does (a Mul)."""
     for name, v in (("self", input), ("vec2", vec2)):
@@ -61,9 +260,7 @@ def outer(input: Tensor, vec2: Tensor) -> Tensor:
     return input.reshape(-1, 1) * vec2
 
 
-ger = outer
-
-
+@register
 def inner(input: Tensor, other: Tensor) -> Tensor:
     """``torch.inner``: contract the last dims (a 0-d operand multiplies)."""
     a, b = input._data, other._data
@@ -222,6 +419,7 @@ def _check_expand(input: Tensor, target: tuple) -> None:
         raise err
 
 
+@register(inplace=True)
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tensor:
     """``torch.addmm``: ``beta * input + alpha * (mat1 @ mat2)``; input broadcasts."""
     for name, m in (("mat1", mat1), ("mat2", mat2)):
@@ -236,6 +434,7 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tens
     return AddmmBackward0.apply(input, mat1, mat2, params=(beta, alpha))
 
 
+@register(inplace=True)
 def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1) -> Tensor:
     """``torch.addmv``: ``beta * input + alpha * (mat @ vec)``."""
     if mat._data.ndim != 2 or vec._data.ndim != 1:
@@ -254,6 +453,7 @@ def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta=1, alpha=1) -> Tensor
     return AddmvBackward0.apply(input, mat, vec, params=(beta, alpha))
 
 
+@register(inplace=True)
 def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta=1, alpha=1) -> Tensor:
     """``torch.addr``: ``beta * input + alpha * outer(vec1, vec2)``."""
     for name, v in (("vec1", vec1), ("vec2", vec2)):
@@ -289,6 +489,7 @@ def _check_batches(b1: Tensor, b2: Tensor) -> None:
                            f"[{s1[0]}, {s1[2]}] but got: [{s2[0]}, {s2[1]}].")
 
 
+@register(inplace=True)
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:
     """``torch.baddbmm``: ``beta * input + alpha * bmm(batch1, batch2)``."""
     _check_batches(batch1, batch2)
@@ -301,6 +502,7 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -
     return BaddbmmBackward0.apply(input, batch1, batch2, params=(beta, alpha))
 
 
+@register(inplace=True)
 def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:
     """``torch.addbmm``: ``beta * input + alpha * sum_b(batch1[b] @ batch2[b])``."""
     for name, b in (("batch1", batch1), ("batch2", batch2)):
@@ -487,6 +689,7 @@ def _squeezed_view(t: Tensor, drop: tuple) -> Tensor:
     return t.reshape(_squeezed_shape(t._data.shape, drop)) if drop else t
 
 
+@register(method=False)
 def einsum(equation: str, *operands) -> Tensor:
     """``torch.einsum``: '...' broadcasting, implicit output (sorted letters seen once)."""
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
@@ -504,6 +707,7 @@ def einsum(equation: str, *operands) -> Tensor:
 
 # --------------------------------------------------------------------------- tensordot, kron
 
+@register(method=False)
 def tensordot(a: Tensor, b: Tensor, dims=2, out=None) -> Tensor:
     """``torch.tensordot``: ``dims`` an int (last dims of a with first of b) or two lists."""
     na, nb = a._data.ndim, b._data.ndim
@@ -538,6 +742,7 @@ def tensordot(a: Tensor, b: Tensor, dims=2, out=None) -> Tensor:
     return einsum("".join(la) + "," + "".join(lb) + "->" + out, a, b)
 
 
+@register
 def kron(input: Tensor, other: Tensor) -> Tensor:
     """``torch.kron``: the Kronecker product, as a broadcast product reshaped."""
     a, b = input, other
@@ -589,6 +794,7 @@ _CROSS_DIM_WARNING = (
     "agree with that of linalg.cross in a future release.")
 
 
+@register
 def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
     """``torch.cross``: without ``dim``, the first dim of size 3 (deprecated, warns)."""
     if dim is None:
@@ -671,6 +877,7 @@ def multi_dot(tensors) -> Tensor:
     return out
 
 
+@register(method=False)
 def chain_matmul(*matrices) -> Tensor:
     """``torch.chain_matmul`` (deprecated for ``linalg.multi_dot``)."""
     warnings.warn("torch.chain_matmul is deprecated and will be removed in a future PyTorch "
@@ -693,16 +900,19 @@ def _linalg():
     return linalg
 
 
+@register
 def det(input: Tensor) -> Tensor:
     """``torch.det``: ``torch.linalg.det``."""
     return _linalg().det(input)
 
 
+@register
 def inverse(input: Tensor) -> Tensor:
     """``torch.inverse``: ``torch.linalg.inv``."""
     return _linalg().inv(input)
 
 
+@register
 def logdet(input: Tensor) -> Tensor:
     """``torch.logdet``: log det(A); nan where det(A) < 0."""
     return _linalg().logdet(input)
@@ -713,11 +923,13 @@ svd_result = namedtuple("svd", ["U", "S", "V"])
 slogdet_result.__module__ = svd_result.__module__ = "torch.return_types"
 
 
+@register
 def slogdet(input: Tensor):
     """``torch.slogdet``: ``torch.linalg.slogdet`` (named tuple ``slogdet``)."""
     return slogdet_result(*_linalg().slogdet(input))
 
 
+@register
 def svd(input: Tensor, some: bool = True, compute_uv: bool = True):
     """``torch.svd`` (legacy): (U, S, V) with V, not Vh; ``some=False`` gives full U and V."""
     linalg = _linalg()
@@ -735,24 +947,19 @@ def svd(input: Tensor, some: bool = True, compute_uv: bool = True):
     return svd_result(u, s, vh.mT)
 
 
+@register
 def cholesky_solve(input: Tensor, input2: Tensor, upper: bool = False) -> Tensor:
     """``torch.cholesky_solve``: solve A X = B given A's Cholesky factor (``input2``)."""
     return _linalg().cholesky_solve(input, input2, upper)
 
 
+@register
 def matrix_power(input: Tensor, n: int) -> Tensor:
     """``torch.matrix_power``: ``torch.linalg.matrix_power``."""
     return _linalg().matrix_power(input, n)
 
 
+@register
 def pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor:
     """``torch.pinverse``: ``torch.linalg.pinv`` with ``rtol=rcond``."""
     return _linalg().pinv(input, rtol=rcond)
-
-
-METHODS = {"vdot": vdot, "outer": outer, "ger": ger, "inner": inner, "addmm": addmm,
-           "addmv": addmv, "addr": addr, "baddbmm": baddbmm, "addbmm": addbmm, "kron": kron,
-           "cross": cross, "det": det, "inverse": inverse, "logdet": logdet,
-           "slogdet": slogdet, "svd": svd, "cholesky_solve": cholesky_solve,
-           "matrix_power": matrix_power, "pinverse": pinverse}
-INPLACE = ("addmm", "addmv", "addr", "baddbmm", "addbmm")

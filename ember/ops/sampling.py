@@ -14,6 +14,7 @@ from .._backend import host, xp_of
 from .._tensor import Tensor, _make
 from ..random import rng
 from ._op import Op, apply1, broadcast_error
+from ._registry import register
 from .inplace import inplace
 
 __all__ = ["bernoulli", "multinomial", "normal"]
@@ -211,6 +212,7 @@ def bernoulli(input: Tensor, p=None, *, generator=None, out=None) -> Tensor:
 # --------------------------------------------------------------------------- multinomial
 
 
+@register
 def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, generator=None,
                 out=None) -> Tensor:
     """``torch.multinomial``: ``num_samples`` category indices per row of weights (int64).
@@ -296,6 +298,7 @@ def _fill(self: Tensor, cls, fn) -> Tensor:
     return inplace(self, lambda t: apply1(cls, t, fn))
 
 
+@register(export=False)
 def uniform_(self: Tensor, from_: float = 0.0, to: float = 1.0, *, generator=None,
              **kwargs) -> Tensor:
     """``Tensor.uniform_``: fill with samples of U[from, to)."""
@@ -322,6 +325,7 @@ def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0, *, generator=None
                  lambda shape, dt: (mean + std * _draw("normal", gen, shape, dt)).astype(dt))
 
 
+@register(export=False)
 def exponential_(self: Tensor, lambd: float = 1.0, *, generator=None) -> Tensor:
     """``Tensor.exponential_``: fill with samples of Exp(lambd) (mean 1 / lambd)."""
     if self._data.dtype.kind != "f":
@@ -341,7 +345,7 @@ def bernoulli_(self: Tensor, p=0.5, *, generator=None) -> Tensor:
     broadcasts to self), else 0."""
     gen = rng(generator)
     if isinstance(p, Tensor):
-        from .views import expand
+        from .shape import expand
         _check_p_tensor(p)
         expand(p.detach(), self._data.shape)  # torch's error where p doesn't broadcast
         return inplace(self, lambda t, q: BernoulliBackward1.apply(t, q, params=(gen,)), p)
@@ -367,6 +371,7 @@ def _random_bound(dt) -> int:
 _OMITTED = object()
 
 
+@register(export=False)
 def random_(self: Tensor, from_=None, to=_OMITTED, *, generator=None, **kwargs) -> Tensor:
     """``Tensor.random_()``, ``random_(to)``, ``random_(from, to)``: integers drawn uniformly
     from [from, to) (``to=None``: up to the largest integer ``self``'s dtype holds exactly)."""
@@ -397,7 +402,6 @@ def random_(self: Tensor, from_=None, to=_OMITTED, *, generator=None, **kwargs) 
         low, high, shape, dtype=host.int64, endpoint=True).astype(d))
 
 
-METHODS = {"normal_": normal_, "uniform_": uniform_, "exponential_": exponential_,
-           "bernoulli_": bernoulli_, "random_": random_, "bernoulli": bernoulli,
-           "multinomial": multinomial}
-INPLACE: tuple = ()
+# the in-place samplers are the in-place forms of normal and bernoulli (defined above them)
+register(normal, method=False, inplace=normal_)
+register(bernoulli, inplace=bernoulli_)

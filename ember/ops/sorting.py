@@ -13,20 +13,8 @@ from .._backend import host, xp_of
 from .._tensor import Tensor, _make, _wrap_dim
 from ..autograd.grad_mode import state as _grad_state
 from ._op import Op, record_op
-from .reduction import _all_if_empty, _expand_back, reduce_dims
-
-__all__: list[str] = [
-    "aminmax",
-    "argsort",
-    "kthvalue",
-    "median",
-    "mode",
-    "msort",
-    "nanmedian",
-    "sort",
-    "topk",
-    "unique",
-]  # exported as ember.<name>
+from ._registry import register
+from .reductions import _all_if_empty, _expand_back, reduce_dims
 
 
 def _result(name: str, fields=("values", "indices")):
@@ -120,6 +108,7 @@ def _take(a, idx, dim: int):
 _NOT_GIVEN = object()  # torch records sort(stable=...) as another node, whatever the value
 
 
+@register
 def sort(input: Tensor, dim: int = -1, descending: bool = False, *, stable=_NOT_GIVEN):
     """``torch.sort``: (values, indices); always stable, NaN sorts above every number."""
     a = input._data
@@ -129,6 +118,7 @@ def sort(input: Tensor, dim: int = -1, descending: bool = False, *, stable=_NOT_
     return _select(cls, sort_result, input, _take(a, idx, d), idx, d)
 
 
+@register
 def argsort(input: Tensor, dim: int = -1, descending: bool = False, *,
             stable: bool = False) -> Tensor:
     """``torch.argsort``: the indices ``sort`` returns."""
@@ -137,11 +127,13 @@ def argsort(input: Tensor, dim: int = -1, descending: bool = False, *,
     return _make(_argsort(a, d, descending) if a.ndim else xp_of(a).zeros((), host.int64))
 
 
+@register
 def msort(input: Tensor) -> Tensor:
     """``torch.msort``: ``sort(input, dim=0).values``."""
     return sort(input, 0).values
 
 
+@register
 def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):
     """``torch.topk``: the ``k`` largest (or smallest) along ``dim``; ember always returns them
     sorted (torch's order with ``sorted=False`` is unspecified)."""
@@ -175,6 +167,7 @@ def _check_nonempty(a, d: int, name: str) -> None:
         raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
 
 
+@register
 def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False):
     """``torch.kthvalue``: the ``k``-th smallest element (1-based) along ``dim``."""
     a = input._data
@@ -246,6 +239,7 @@ def _median_all(input: Tensor, ignore_nan: bool) -> Tensor:
     return _make(value)
 
 
+@register
 def median(input: Tensor, dim=None, keepdim: bool = False):
     """``torch.median``: the lower median (NaN if any NaN); with ``dim``, (values, indices)."""
     if dim is None:
@@ -253,6 +247,7 @@ def median(input: Tensor, dim=None, keepdim: bool = False):
     return _median_dim(input, dim, keepdim, False)
 
 
+@register
 def nanmedian(input: Tensor, dim=None, keepdim: bool = False):
     """``torch.nanmedian``: ``median`` ignoring NaN (NaN only where all are NaN)."""
     if dim is None:
@@ -260,6 +255,7 @@ def nanmedian(input: Tensor, dim=None, keepdim: bool = False):
     return _median_dim(input, dim, keepdim, True)
 
 
+@register
 def mode(input: Tensor, dim: int = -1, keepdim: bool = False):
     """``torch.mode``: the most frequent value along ``dim`` (the smallest such on ties) and
     the index of its last occurrence."""
@@ -304,6 +300,7 @@ class UniqueDimBackward0(Unique2Backward0):
     op_name = "unique_dim"
 
 
+@register
 def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,
            return_counts: bool = False, dim=None):
     """``torch.unique``: the distinct values, always sorted (as torch on CPU); with ``dim``,
@@ -367,6 +364,7 @@ class AminmaxBackward0(Op):
         return out
 
 
+@register
 def aminmax(input: Tensor, *, dim=None, keepdim: bool = False):
     """``torch.aminmax``: (min, max) over ``dim`` (all dims if None), as a named tuple."""
     from ._op import record_outputs
@@ -384,9 +382,3 @@ def aminmax(input: Tensor, *, dim=None, keepdim: bool = False):
                 raise IndexError(f"aminmax: Expected reduction dim {d} to have non-zero size.")
     node = object.__new__(AminmaxBackward0)
     return aminmax_result(*record_outputs(node, (input,), node.forward(a, dims, keepdim)))
-
-
-METHODS: dict = {"sort": sort, "argsort": argsort, "msort": msort, "topk": topk,
-                 "kthvalue": kthvalue, "median": median, "nanmedian": nanmedian, "mode": mode,
-                 "unique": unique, "aminmax": aminmax}
-INPLACE: tuple = ()  # method names that also get an in-place form name_

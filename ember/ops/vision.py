@@ -1,4 +1,4 @@
-"""nn.functional: pad, unfold/fold, interpolate, pixel_shuffle/pixel_unshuffle.
+"""Vision ops (``F.*``): pad, interpolate, pixel_shuffle/pixel_unshuffle.
 
 Also the window machinery the convolution and pooling modules share:
 
@@ -21,9 +21,9 @@ from numbers import Integral
 from .._backend import host, ndarray, xp_of
 from .._tensor import Tensor
 from ._op import Op, apply1
+from ._registry import register
 
 __all__ = ["interpolate", "pad", "pixel_shuffle", "pixel_unshuffle"]
-
 
 
 # --------------------------------------------------------------------------- argument helpers
@@ -554,6 +554,7 @@ def _check_shuffle(input: Tensor, factor, name: str, what: str) -> int:
     return int(factor)
 
 
+@register(method=False)
 def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
     """torch.nn.functional.pixel_shuffle."""
     r = _check_shuffle(input, upscale_factor, "pixel_shuffle", "upscale_factor")
@@ -565,6 +566,7 @@ def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
     return apply1(PixelShuffleBackward0, input, r)
 
 
+@register(method=False)
 def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
     """torch.nn.functional.pixel_unshuffle."""
     r = _check_shuffle(input, downscale_factor, "pixel_unshuffle", "downscale_factor")

@@ -1,5 +1,5 @@
 """Op-table rows for convolutions, pooling and the vision ops of ``nn.functional``
-(ember/nn/functional/conv.py, pooling.py, vision.py)."""
+(ember/ops/conv.py, pooling.py, vision.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Op-table rows for the loss functions of ``nn.functional`` (ember/nn/functional/loss.py)."""
+"""Op-table rows for the loss functions of ``nn.functional`` (ember/ops/losses.py and
+ember/nn/functional/loss.py)."""
 
 from __future__ import annotations
 

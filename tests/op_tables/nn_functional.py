@@ -310,3 +310,38 @@ OPS += [
     OpCase("nnf_refuse_dropout_p", F("dropout"), [S((3,), p=1.5), S((3,), p=-0.1)], **_R),
     OpCase("nnf_refuse_dropout1d_rank", F("dropout1d"), [S((2, 3, 4, 5)), S((3,))], **_R),
 ]
+
+# ---- the torch.X / Tensor.X forms of nn ops (registered where the op is defined, in ember/ops)
+OPS += [
+    OpCase("torch_threshold", lambda m, x: m.threshold(x, 0.5, -2.0), [S((3, 4))], FLOAT),
+    OpCase("torch_threshold_", lambda m, x: m.threshold_(x.clone(), 0.5, -2.0), [S((3, 4))]),
+    OpCase("torch_selu_celu", lambda m, x: m.selu(x) + m.celu(x, 0.5), [S((3, 4))], FLOAT),
+    OpCase("torch_selu_celu_", lambda m, x: m.selu_(x.clone()) + m.celu_(x.clone()), [S((3, 4))]),
+    OpCase("torch_rrelu_eval", lambda m, x: m.rrelu(x, 0.1, 0.3) + m.rrelu_(x.clone()),
+           [S((3, 4))]),
+    OpCase("tensor_hardshrink", lambda m, x: x.hardshrink(0.3) + m.hardshrink(x), [S((3, 4))]),
+    OpCase("tensor_prelu", lambda m, x, w: x.prelu(w) + m.prelu(x, w), [S((2, 3, 4), (3,))]),
+    OpCase("torch_conv", lambda m, x, w, b: m.conv2d(x, w, b, 1, 1) + m.conv_transpose2d(
+        m.conv2d(x, w, b, 2), w.transpose(0, 1), None, 2, 0, 1),
+        [S((1, 2, 5, 5), (3, 2, 3, 3), (3,))]),
+    OpCase("torch_conv1d_3d", lambda m, x, w, y, v: m.conv1d(x, w).sum() + m.conv3d(y, v).sum()
+           + m.conv_transpose1d(x, w.transpose(0, 1)).sum()
+           + m.conv_transpose3d(y, v.transpose(0, 1)).sum(),
+           [S((1, 2, 6), (2, 2, 3), (1, 2, 3, 3, 3), (2, 2, 2, 2, 2))]),
+    OpCase("torch_pools", lambda m, x: (m.max_pool2d(x, 2), m.max_pool1d(x[0], 2),
+                                        m.avg_pool1d(x[0], 2, 1), m.adaptive_avg_pool1d(x[0], 3),
+                                        *m.adaptive_max_pool1d(x[0], 3),
+                                        *m.max_pool1d_with_indices(x[0], 3)),
+           [S((1, 2, 4, 6))]),
+    OpCase("torch_layer_group_norm", lambda m, x, w, b: m.layer_norm(x, (4,), w, b, 1e-3)
+           + m.group_norm(x.transpose(1, 2), 2, None, None, 1e-3).transpose(1, 2),
+           [S((2, 3, 4), (4,), (4,))]),
+    OpCase("torch_embedding", lambda m, w, **kw: m.embedding(w, m.tensor(IDX2), **kw),
+           [S((5, 3)), S((5, 3), padding_idx=1, gradcheck=False),
+            S((5, 3), scale_grad_by_freq=True, gradcheck=False)]),
+    OpCase("torch_distances", lambda m, x, y: (m.cosine_similarity(x, y), m.pdist(x),
+                                               m.pairwise_distance(x, y, 3.0)),
+           [S((4, 3), (4, 3))]),
+    OpCase("torch_pixel_shuffle", lambda m, x: m.pixel_unshuffle(m.pixel_shuffle(x, 2), 2),
+           [S((2, 8, 3, 2))]),
+]

@@ -1,4 +1,5 @@
-"""Op-table rows for ember/ops/pointwise.py: each op's function, method and in-place forms."""
+"""Op-table rows for the math of ember/ops/unary.py and arithmetic.py beyond the core: each op's
+function, method and in-place forms."""
 
 from __future__ import annotations
 

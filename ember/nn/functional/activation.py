@@ -1,12 +1,5 @@
-"""nn.functional activations: relu family, elu/selu/celu, gelu, silu, mish, softplus, the hard*
-and *shrink functions, prelu, rrelu, glu, softmax/log_softmax/softmin.
-
-Where torch has a fused kernel (``EluBackward0``, ``GeluBackward0``, ``SoftmaxBackward0``, ...)
-the activation is one primitive named as torch names it; its derivative is written with ember
-ops, so double backward works. The rest (softsign, tanhshrink, softmin) are composites written
-as torch writes them. In-place forms (``inplace=True``) go through ember's one in-place
-mechanism; where torch records them under another node name (``LeakyReluBackward1``), a
-subclass carries that name.
+"""nn.functional activations: the primitives from ``ember.ops.activation``, and the composites
+(relu with its ``inplace`` flag, relu6, softsign, tanhshrink) written as torch writes them.
 """
 
 from __future__ import annotations
@@ -42,12 +35,17 @@ from ...ops.activation import (
     threshold,
     threshold_,
 )
-from ...ops.elementwise import _check_tensor, tanh
-from ...ops.elementwise import relu as _relu
+from ...ops.arithmetic import _check_tensor
 from ...ops.inplace import inplace as _inplace
+from ...ops.unary import relu as _relu
+from ...ops.unary import tanh
 
-__all__ = ["celu", "celu_", "elu", "elu_", "gelu", "glu", "hardshrink", "hardsigmoid", "hardswish", "hardtanh", "hardtanh_", "leaky_relu", "leaky_relu_", "log_softmax", "logsigmoid", "mish", "prelu", "relu", "relu6", "relu_", "rrelu", "rrelu_", "selu", "selu_", "silu", "softmax", "softmin", "softplus", "softshrink", "softsign", "tanhshrink", "threshold", "threshold_"]
-
+__all__ = [
+    "celu", "celu_", "elu", "elu_", "gelu", "glu", "hardshrink", "hardsigmoid", "hardswish",
+    "hardtanh", "hardtanh_", "leaky_relu", "leaky_relu_", "log_softmax", "logsigmoid", "mish",
+    "prelu", "relu", "relu6", "relu_", "rrelu", "rrelu_", "selu", "selu_", "silu", "softmax",
+    "softmin", "softplus", "softshrink", "softsign", "tanhshrink", "threshold", "threshold_"
+]
 
 
 # --------------------------------------------------------------------------- relu family

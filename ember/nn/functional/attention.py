@@ -13,12 +13,12 @@ import warnings
 
 from ..._backend.dtypes import bool_ as _bool
 from ..._tensor import Tensor, _make
+from ...ops.activation import softmax
 from ...ops.creation import zeros
-from ...ops.joining import cat
-from .activation import softmax
+from ...ops.shape import cat
+from ...ops.vision import pad
 from .dropout import dropout
 from .linear import linear
-from .vision import pad
 
 __all__ = ["multi_head_attention_forward", "scaled_dot_product_attention"]
 

@@ -1,7 +1,5 @@
-"""nn.functional distances: normalize, cosine_similarity, pairwise_distance, pdist.
-
-The first three are composites written as torch writes them (so their graphs match);
-``pdist`` is one primitive (``PdistBackward0``), its derivative in ember ops.
+"""nn.functional distances: cosine_similarity, pairwise_distance, pdist from
+``ember.ops.distance``; normalize, a composite.
 """
 
 from __future__ import annotations
@@ -10,7 +8,6 @@ from ..._tensor import Tensor
 from ...ops.distance import cosine_similarity, pairwise_distance, pdist
 
 __all__ = ["cosine_similarity", "normalize", "pairwise_distance", "pdist"]
-
 
 
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,

@@ -11,9 +11,9 @@ import math
 from ..._backend import host
 from ..._tensor import Tensor
 from ...ops._op import Op, apply1
-from ...ops.blas import mm
-from ...ops.elementwise import _check_tensor, scalar_name
-from ...ops.views import UnsafeViewBackward0
+from ...ops.arithmetic import _check_tensor, scalar_name
+from ...ops.products import mm
+from ...ops.shape import UnsafeViewBackward0
 
 __all__ = ["bilinear", "linear"]
 

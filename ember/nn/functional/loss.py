@@ -1,9 +1,7 @@
-"""nn.functional: Loss functions: mse, l1, smooth_l1, huber, cross_entropy, nll, binary cross-entropy (with logits), kl_div, and the margin/embedding losses.
-
-Where torch has a fused kernel with a simple rule (``MseLossBackward0``, ``NllLossBackward0``,
-``BinaryCrossEntropyWithLogitsBackward0``, ...) the loss is one primitive here, named as torch
-names it, its derivative written in ember ops (so double backward works). The rest are
-composites of ember ops written as torch writes them, so their graphs match torch's.
+"""nn.functional losses: those with a primitive from ``ember.ops.losses`` (mse, smooth_l1, huber,
+nll, cross_entropy, binary cross-entropy, the margin losses), and the composites (l1, kl_div,
+poisson/gaussian nll, the embedding and triplet losses) written as torch writes them, so their
+graphs match torch's.
 """
 
 from __future__ import annotations
@@ -13,23 +11,17 @@ import warnings
 
 from ..._tensor import Tensor
 from ...autograd.grad_mode import no_grad
-from ...ops.elementwise import (
-    abs as _abs,
-)
-from ...ops.elementwise import (
-    clamp_min,
-    exp,
-    log,
-    minimum,
-    where,
-)
+from ...ops.arithmetic import xlogy
+from ...ops.comparison import clamp_min, minimum, where
 from ...ops.losses import (
     _REDUCTIONS,
     _check_reduction,
     _common,
     _legacy_reduction,
+    _log_sigmoid,
     _reduce,
     _reduction,
+    _size_list,
     _size_warning,
     _weighted,
     binary_cross_entropy,
@@ -43,11 +35,17 @@ from ...ops.losses import (
     smooth_l1_loss,
     soft_margin_loss,
 )
-from ...ops.pointwise import xlogy
-from ...ops.reduction import norm
+from ...ops.reductions import norm
+from ...ops.unary import exp, log
 
-__all__ = ["binary_cross_entropy", "binary_cross_entropy_with_logits", "cosine_embedding_loss", "cross_entropy", "ctc_loss", "gaussian_nll_loss", "hinge_embedding_loss", "huber_loss", "kl_div", "l1_loss", "margin_ranking_loss", "mse_loss", "multi_margin_loss", "multilabel_margin_loss", "multilabel_soft_margin_loss", "nll_loss", "poisson_nll_loss", "smooth_l1_loss", "soft_margin_loss", "triplet_margin_loss", "triplet_margin_with_distance_loss"]
-
+__all__ = [
+    "binary_cross_entropy", "binary_cross_entropy_with_logits", "cosine_embedding_loss",
+    "cross_entropy", "ctc_loss", "gaussian_nll_loss", "hinge_embedding_loss", "huber_loss",
+    "kl_div", "l1_loss", "margin_ranking_loss", "mse_loss", "multi_margin_loss",
+    "multilabel_margin_loss", "multilabel_soft_margin_loss", "nll_loss", "poisson_nll_loss",
+    "smooth_l1_loss", "soft_margin_loss", "triplet_margin_loss",
+    "triplet_margin_with_distance_loss"
+]
 
 
 def l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
@@ -62,13 +60,6 @@ def l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
         return _weighted((x - y).abs(), weight, input, reduction, True)
     reduction = _check_reduction(reduction)
     return _reduce((x - y).abs(), reduction)
-
-
-def _log_sigmoid(x: Tensor) -> Tensor:
-    """Stable log(sigmoid(x)) = min(x, 0) - log(1 + exp(-|x|)), in ember ops; min(x, 0) is
-    written (x - |x|) / 2 so the derivative at 0 is the true 1/2."""
-    ax = _abs(x)
-    return (x - ax) * 0.5 - log(1 + exp(-ax))
 
 
 # --------------------------------------------------------------------------- kl, poisson, gaussian
@@ -124,7 +115,7 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var, full: bool = False,
     """``F.gaussian_nll_loss``: 0.5 (log var + (input - target)**2 / var), var clamped to eps
     without blocking its gradient (as torch's in-place clamp under no_grad)."""
     from ...ops.creation import ones_like
-    from ...ops.reduction import any as _any
+    from ...ops.reductions import any as _any
     if isinstance(var, float):
         if var < 0:
             raise ValueError("var has negative entry/entries")
@@ -148,13 +139,6 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var, full: bool = False,
     if full:
         loss = loss + 0.5 * math.log(2 * math.pi)
     return _reduce(loss, reduction)
-
-
-# --------------------------------------------------------------------------- margin losses
-
-
-def _size_list(t: Tensor) -> str:
-    return str(list(t.shape))
 
 
 def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0,
@@ -258,7 +242,7 @@ def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative
                            f"the same number of dimensions, but got: anchor {da}D, positive "
                            f"{dp}D, and negative {dn}D inputs")
     if distance_function is None:
-        from .distance import pairwise_distance as distance_function
+        from ...ops.distance import pairwise_distance as distance_function
     dist_pos = distance_function(anchor, positive)
     dist_neg = distance_function(anchor, negative)
     if swap:

@@ -1,11 +1,6 @@
-"""nn.functional normalisation: batch_norm, layer_norm, group_norm, instance_norm,
-local_response_norm.
-
-batch/layer/group norm are one primitive each, named as torch names them
-(``NativeBatchNormBackward0``, ...), with edges for input, weight and bias. Their derivatives
-recompute the statistics from the saved input with ember ops, so double backward works.
-instance_norm is batch_norm on a (1, N*C, ...) view, as in torch; local_response_norm is a
-composite.
+"""nn.functional normalisation: batch_norm, layer_norm, group_norm from
+``ember.ops.normalization``; instance_norm (batch_norm on a (1, N*C, ...) view, as in torch) and
+local_response_norm, composites.
 """
 
 from __future__ import annotations
@@ -13,11 +8,10 @@ from __future__ import annotations
 from ..._backend import xp_of
 from ..._tensor import Tensor, _make
 from ...ops.creation import zeros
-from ...ops.joining import cat
+from ...ops.shape import cat
 from ...ops.normalization import batch_norm, group_norm, layer_norm
 
 __all__ = ["batch_norm", "group_norm", "instance_norm", "layer_norm", "local_response_norm"]
-
 
 
 # --------------------------------------------------------------------------- instance norm

@@ -1,11 +1,5 @@
-"""nn.functional: Pooling: max/avg pool 1d/2d, adaptive pools, lp pools.
-
-Max pools take the running maximum over the kernel offsets of a window view (one vectorised
-step per offset, torch's tie rule: the first maximum wins, a NaN always wins) and record flat
-indices into each input plane; their derivative scatters the gradient to those indices, and
-that scatter's derivative gathers from them. Average pools are separable linear maps
-(``vision.AxisMap``): k strided taps along each axis, weighted by torch's divisor. The 1-d
-forms run the 2-d op on an unsqueezed input, as torch does (so their node is SqueezeBackward1).
+"""nn.functional pooling: max/avg and adaptive pools from ``ember.ops.pooling``, and the lp pools,
+torch's composites of them.
 """
 
 from __future__ import annotations
@@ -27,10 +21,14 @@ from ...ops.pooling import (
     max_pool2d,
     max_pool2d_with_indices,
 )
-from .vision import ntuple
+from ...ops.vision import ntuple
 
-__all__ = ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d", "adaptive_max_pool2d_with_indices", "avg_pool1d", "avg_pool2d", "lp_pool1d", "lp_pool2d", "max_pool1d", "max_pool1d_with_indices", "max_pool2d", "max_pool2d_with_indices"]
-
+__all__ = [
+    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d",
+    "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d", "adaptive_max_pool2d_with_indices",
+    "avg_pool1d", "avg_pool2d", "lp_pool1d", "lp_pool2d", "max_pool1d", "max_pool1d_with_indices",
+    "max_pool2d", "max_pool2d_with_indices"
+]
 
 
 # --------------------------------------------------------------------------- lp pools

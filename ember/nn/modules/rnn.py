@@ -14,11 +14,10 @@ import numbers
 import warnings
 
 from ..._tensor import Tensor
-from ...ops.blas import mm
 from ...ops.creation import empty, zeros
-from ...ops.elementwise import relu, sigmoid, tanh
-from ...ops.joining import cat, stack
-from ...ops.products import addmm
+from ...ops.products import addmm, mm
+from ...ops.shape import cat, stack
+from ...ops.unary import relu, sigmoid, tanh
 from .. import init
 from ..functional.dropout import dropout as _dropout
 from ..functional.linear import linear

@@ -27,7 +27,7 @@ def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = F
     """The ``norm_type``-norm of the norms of ``tensors`` (as if all were one vector)."""
     from ...linalg import vector_norm
     from ...ops import creation
-    from ...ops.joining import stack
+    from ...ops.shape import stack
     tensors = _as_list(tensors)
     norm_type = float(norm_type)
     if not tensors:

@@ -9,7 +9,7 @@ __all__ = ["parameters_to_vector", "vector_to_parameters"]
 
 def parameters_to_vector(parameters) -> Tensor:
     """All parameters flattened and concatenated into one vector (differentiable)."""
-    from ...ops.joining import cat
+    from ...ops.shape import cat
     return cat([p.reshape(-1) for p in parameters])
 
 

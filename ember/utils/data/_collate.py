@@ -17,7 +17,7 @@ from ..._backend import host
 from ..._backend.dtypes import float64
 from ..._tensor import Tensor
 from ...ops.creation import as_tensor, tensor
-from ...ops.joining import stack
+from ...ops.shape import stack
 
 __all__ = ["collate", "default_collate", "default_collate_fn_map", "default_convert"]
 

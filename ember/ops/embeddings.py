@@ -1,5 +1,5 @@
-"""nn.functional lookups: ``embedding``, ``embedding_bag`` and ``one_hot``.
-"""
+"""Lookups: ``embedding``, ``embedding_bag`` and ``one_hot`` (``F.*``), and ``torch.embedding``
+(weight first)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from .._backend import dtypes as _dt
 from .._backend import host, ndarray, to_host, xp_of
 from .._tensor import Tensor, _make
 from ._op import Op, apply1
+from ._registry import register
 
 __all__ = ["embedding", "embedding_bag", "one_hot"]
-
 
 
 class EmbeddingBackward0(Op):
@@ -119,6 +119,16 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
     return apply1(EmbeddingBackward0, weight, idx, coef)
 
 
+
+@register(name="embedding", method=False)
+def torch_embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1,
+                    scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
+    """``torch.embedding``: weight first; a negative ``padding_idx`` means none (``F.embedding``
+    passes -1 for ``None``)."""
+    return embedding(indices, weight, padding_idx if padding_idx >= 0 else None,
+                     scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
+
+
 def _bag_error() -> RuntimeError:
     return RuntimeError("Expected i < index_size to be true, but got false.  (Could this error "
                         "message be improved?  If so, please report an enhancement request to "
@@ -141,8 +151,8 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
     ``F.embedding`` does (torch 2.13's CPU embedding_bag miscounts there); with
     ``include_last_offset`` the last offset should be ``len(input)``, as torch documents.
     """
-    from ...ops import cat
-    from ...ops.creation import full, zeros
+    from . import cat
+    from .creation import full, zeros
     if weight.dtype == _dt.int64 and input.is_floating_point():
         warnings.warn("Argument order of nn.functional.embedding_bag was changed. Usage "
                       "`embedding_bag(weight, input, ...)` is deprecated, and should now be "

@@ -1,14 +1,18 @@
-"""Shape and movement: repeat, repeat_interleave, tile, split, chunk, tensor_split, the stacks,
-narrow, flip, roll, rot90, diagonal, trace, tril/triu, diag, diag_embed, meshgrid, atleast_nd.
+"""Shape ops: views (view, reshape, transpose, permute, squeeze, expand, the views of basic
+indexing, ...), reshaping (repeat, tile, flip, roll, diagonal, tril, ...), and joining and
+splitting (cat, stack, split, chunk, unbind).
 
-Ops that return views in torch (split, chunk, tensor_split, narrow, diagonal, meshgrid, ravel
-of a contiguous input) return views here too, recorded through ``view_op`` (or, for the
-multi-output splits, the same base/chain bookkeeping ``unbind`` does), so in-place ops on
-them rewrite the base's history.
+Views share memory (and the version counter) with their base, as in torch. A view remembers its
+root base and the chain of view ops that made it, so an in-place op on the view can rewrite the
+base's history (``CopySlices``) and replay the view on top. Ops that return views in torch
+(split, chunk, tensor_split, narrow, diagonal, meshgrid, unbind, ravel of a contiguous input)
+return views here too, recorded through ``view_op`` (the multi-output ones with one node for
+all pieces), so in-place ops on them rewrite the base's history.
 """
 
 from __future__ import annotations
 
+import math
 import warnings
 
 from .._backend import host, xp_of
@@ -16,42 +20,588 @@ from .._tensor import Size, Tensor, _make, _wrap_dim
 from ..autograd.grad_mode import state as _grad_state
 from ..autograd.record import mark_view, needs_recording, record
 from ._op import Op, apply1
-from .indexing import _BASIC_NODES, MULTI_OUTPUT_NODES, IndexBackward0, getitem
-from .joining import cat, tensor_list
-from .views import ViewOp, expand, reshape, unsqueeze, view, view_op
+from ._registry import register
 
-__all__ = [
-    "atleast_1d",
-    "atleast_2d",
-    "atleast_3d",
-    "chunk",
-    "column_stack",
-    "diag",
-    "diag_embed",
-    "diagflat",
-    "diagonal",
-    "dstack",
-    "flip",
-    "fliplr",
-    "flipud",
-    "hstack",
-    "meshgrid",
-    "narrow",
-    "ravel",
-    "repeat_interleave",
-    "roll",
-    "rot90",
-    "row_stack",
-    "split",
-    "split_with_sizes",
-    "tensor_split",
-    "tile",
-    "trace",
-    "tril",
-    "triu",
-    "vstack",
-]
 
+# --------------------------------------------------------------------------- views
+
+class ViewOp(Op):
+    """Marker base: the forward returns a NumPy view of its input."""
+
+    __slots__ = ()
+
+
+def view_op(cls, x: Tensor, *params) -> Tensor:
+    """Apply a view op and record the base/view relationship on the result."""
+    out = apply1(cls, x, *params)
+    a = out._data
+    if xp_of(a).may_share_memory(a, x._data) or not a.size:
+        mark_view(out, x, (cls, params))
+    return out
+
+
+def replay_view(base: Tensor, chain) -> Tensor:
+    """Re-apply a recorded chain of view ops to ``base``."""
+    t = base
+    for cls, params in chain:
+        t = view_op(cls, t, *params)
+    return t
+
+
+def replay_view_array(arr, chain):
+    for cls, params in chain:
+        arr = object.__new__(cls).forward(arr, *params)
+    return arr
+
+
+class ViewBackward0(ViewOp):
+    """view/reshape/flatten: d/dinput = grad reshaped back."""
+
+    __slots__ = ("shape",)
+
+    def forward(self, a, shape):
+        self.shape = a.shape
+        try:
+            return a.reshape(shape, copy=False)
+        except ValueError:
+            raise RuntimeError(
+                "view size is not compatible with input tensor's size and stride (at least one "
+                "dimension spans across two contiguous subspaces). Use .reshape(...) instead."
+            ) from None
+
+    def backward(self, grad):
+        return grad.reshape(self.shape)
+
+
+class ReshapeAliasBackward0(ViewBackward0):
+    """reshape of a non-contiguous input whose strides still allow a view (torch's name)."""
+
+    __slots__ = ()
+
+
+class UnsafeViewBackward0(Op):
+    """reshape that had to copy (non-contiguous input)."""
+
+    __slots__ = ("shape",)
+
+    def forward(self, a, shape):
+        self.shape = a.shape
+        return a.reshape(shape)
+
+    def backward(self, grad):
+        return grad.reshape(self.shape)
+
+
+class TransposeBackward0(ViewOp):
+    __slots__ = ("d0", "d1")
+
+    def forward(self, a, d0, d1):
+        self.d0, self.d1 = d0, d1
+        return a.swapaxes(d0, d1)
+
+    def backward(self, grad):
+        return grad.transpose(self.d0, self.d1)
+
+
+class TBackward0(ViewOp):
+    __slots__ = ()
+
+    def forward(self, a):
+        return a.T
+
+    def backward(self, grad):
+        return grad.t()
+
+
+class PermuteBackward0(ViewOp):
+    __slots__ = ("dims",)
+
+    def forward(self, a, dims):
+        self.dims = dims
+        return a.transpose(dims)
+
+    def backward(self, grad):
+        dims = self.dims
+        return grad.permute(*sorted(range(len(dims)), key=dims.__getitem__))
+
+
+class SqueezeBackward0(ViewOp):
+    """squeeze(): all size-1 dims removed."""
+
+    __slots__ = ("shape",)
+
+    def forward(self, a):
+        self.shape = a.shape
+        return a.squeeze()
+
+    def backward(self, grad):
+        return grad.reshape(self.shape)
+
+
+class SqueezeBackward1(ViewOp):
+    """squeeze(dim): that dim removed if its size is 1."""
+
+    __slots__ = ("shape",)
+
+    def forward(self, a, dims):
+        self.shape = a.shape
+        return a.squeeze(dims) if dims else a.view()
+
+    def backward(self, grad):
+        return grad.reshape(self.shape)
+
+
+class SqueezeBackward2(SqueezeBackward1):
+    """squeeze(dims: tuple): those dims removed where their size is 1."""
+
+    __slots__ = ()
+
+
+class UnsqueezeBackward0(ViewOp):
+    __slots__ = ("dim",)
+
+    def forward(self, a, dim):
+        self.dim = dim
+        return a.reshape(a.shape[:dim] + (1,) + a.shape[dim:])
+
+    def backward(self, grad):
+        return grad.squeeze(self.dim)
+
+
+class ExpandBackward0(ViewOp):
+    """expand: the engine sums the gradient back to the input's shape."""
+
+    __slots__ = ()
+
+    def forward(self, a, shape):
+        return xp_of(a).broadcast_to(a, shape)
+
+    def backward(self, grad):
+        return grad
+
+
+class AliasBackward0(ViewOp):
+    __slots__ = ()
+
+    def forward(self, a):
+        return a.view()
+
+    def backward(self, grad):
+        return grad
+
+
+class BasicIndexBackward(ViewOp):
+    """x[basic key]: a view; d/dx = grad placed into zeros at the key."""
+
+    __slots__ = ("key", "shape")
+
+    def forward(self, a, key):
+        self.shape, self.key = a.shape, key
+        # a trailing Ellipsis makes NumPy return a 0-d view, not a scalar copy, for x[i]
+        return a[key if any(k is Ellipsis for k in key) else key + (Ellipsis,)]
+
+    def backward(self, grad):
+        return apply1(SliceBackwardBackward0, grad, self.shape, self.key)
+
+
+_BASIC_NODES = {name: type(name, (BasicIndexBackward,), {"__slots__": ()})
+                for name in ("SelectBackward0", "SliceBackward0", "UnsqueezeBackward0",
+                             "AliasBackward0")}
+# the same steps for the pieces of multi-output view ops (split, unbind) made with grad:
+# torch refuses in-place ops on those pieces and on views of them (``check_inplace``)
+MULTI_OUTPUT_NODES = {name: type(name, (cls,), {"__slots__": (), "multi_output": True})
+                      for name, cls in _BASIC_NODES.items()}
+
+
+class SliceBackwardBackward0(Op):
+    """Place grad into zeros of ``shape`` at a basic key (backward of basic indexing)."""
+
+    __slots__ = ("key",)
+
+    def forward(self, g, shape, key):
+        self.key = key
+        out = xp_of(g).zeros(shape, dtype=g.dtype)
+        out[key] = g
+        return out
+
+    def backward(self, grad):
+        return grad[self.key]
+
+
+def _shape_arg(shape, op: str) -> tuple:
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list, Size)):
+        shape = tuple(shape[0])
+    out = []
+    for s in shape:
+        if isinstance(s, Tensor):
+            s = s.item()
+        if not isinstance(s, (int, host.integer)):
+            raise TypeError(f"{op}(): argument 'size' must be tuple of ints, but found element "
+                            f"of type {type(s).__name__}")
+        out.append(int(s))
+    return tuple(out)
+
+
+def _infer_shape(shape: tuple, numel: int, in_shape) -> tuple:
+    if shape.count(-1) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    if -1 in shape:
+        rest = math.prod(s for s in shape if s != -1)
+        if rest == 0 or numel % rest:
+            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+        shape = tuple(numel // rest if s == -1 else s for s in shape)
+    if math.prod(shape) != numel or any(s < 0 for s in shape):
+        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+    return shape
+
+
+@register(export=False)
+def view(input: Tensor, *shape) -> Tensor:
+    """``Tensor.view``: same data, new shape; fails when strides don't allow it."""
+    if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list, Size, Tensor)):
+        from .._backend import to_dtype
+        dt = to_dtype(shape[0])
+        if dt.np.itemsize != input._data.itemsize:
+            raise NotImplementedError("view(dtype) between dtypes of different sizes is not "
+                                      "supported by ember yet")
+        return view_op(DtypeViewBackward, input, dt.np)
+    shape = _infer_shape(_shape_arg(shape, "view"), input._data.size, input._data.shape)
+    return view_op(ViewBackward0, input, shape)
+
+
+class DtypeViewBackward(ViewOp):
+    __slots__ = ()
+
+    def forward(self, a, np_dtype):
+        return a.view(np_dtype)
+
+    def backward(self, grad):
+        raise RuntimeError("view(dtype) is not differentiable")
+
+
+@register
+def reshape(input: Tensor, *shape) -> Tensor:
+    """``torch.reshape``: a view when the strides allow, else a copy."""
+    shape = _infer_shape(_shape_arg(shape, "reshape"), input._data.size, input._data.shape)
+    try:
+        input._data.reshape(shape, copy=False)
+    except ValueError:
+        return apply1(UnsafeViewBackward0, input, shape)
+    cls = ViewBackward0 if input._data.flags.c_contiguous else ReshapeAliasBackward0
+    return view_op(cls, input, shape)
+
+
+@register(export=False)
+def view_as(input: Tensor, other: Tensor) -> Tensor:
+    return view(input, other._data.shape)
+
+
+@register(export=False)
+def reshape_as(input: Tensor, other: Tensor) -> Tensor:
+    return reshape(input, other._data.shape)
+
+
+@register
+def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    """``torch.flatten``: merge dims start_dim..end_dim."""
+    nd = input._data.ndim
+    if nd == 0:
+        return reshape(input, (1,))
+    s = _wrap_dim(start_dim, nd)
+    e = _wrap_dim(end_dim, nd)
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if s == e:
+        return input
+    shp = input._data.shape
+    return reshape(input, shp[:s] + (math.prod(shp[s:e + 1]),) + shp[e + 1:])
+
+
+@register
+def unflatten(input: Tensor, dim: int, sizes) -> Tensor:
+    """``torch.unflatten``: split dim ``dim`` into ``sizes`` (one may be -1)."""
+    d = _wrap_dim(dim, input._data.ndim)
+    shp = input._data.shape
+    sizes = tuple(sizes)
+    if not sizes:
+        raise RuntimeError("unflatten: sizes must be non-empty")
+    if sizes.count(-1) > 1:
+        raise RuntimeError("unflatten got an unexpected error:\nonly one dimension can be "
+                           "inferred")
+    known = math.prod(s for s in sizes if s != -1)
+    n = shp[d]
+    if (n % known if known else n) if -1 in sizes else known != n:
+        raise RuntimeError(f"unflatten: Provided sizes [{', '.join(map(str, sizes))}] don't "
+                           f"multiply up to the size of dim {dim} ({n}) in the input tensor")
+    sizes = _infer_shape(sizes, n, None)
+    return view(input, shp[:d] + sizes + shp[d + 1:])
+
+
+@register(aliases=("swapaxes", "swapdims"))
+def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
+    """``torch.transpose``: swap two dims (a view)."""
+    nd = input._data.ndim
+    return view_op(TransposeBackward0, input, _wrap_dim(dim0, nd), _wrap_dim(dim1, nd))
+
+
+@register
+def t(input: Tensor) -> Tensor:
+    """``torch.t``: transpose of a matrix; 0-d and 1-d tensors are returned as is."""
+    if input._data.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
+                           f"{input._data.ndim}D")
+    return view_op(TBackward0, input)
+
+
+@register
+def permute(input: Tensor, *dims) -> Tensor:
+    """``torch.permute``: reorder dims (a view)."""
+    dims = _shape_arg(dims, "permute")
+    nd = input._data.ndim
+    if len(dims) != nd:
+        raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does "
+                           f"not match the length of the desired ordering of dimensions i.e. "
+                           f"input.dim() = {nd} is not equal to len(dims) = {len(dims)}")
+    dims = tuple(_wrap_dim(d, nd) for d in dims)
+    if len(set(dims)) != nd:
+        raise RuntimeError("permute(): duplicate dims are not allowed.")
+    return view_op(PermuteBackward0, input, dims)
+
+
+@register
+def squeeze(input: Tensor, dim=None) -> Tensor:
+    """``torch.squeeze``: drop size-1 dims (all, or those named in ``dim``)."""
+    if dim is None:
+        return view_op(SqueezeBackward0, input)
+    nd = input._data.ndim
+    one = isinstance(dim, int)
+    dims = (dim,) if one else tuple(dim)
+    dims = tuple(d for d in (_wrap_dim(d, nd) for d in dims)
+                 if nd and input._data.shape[d] == 1)
+    return view_op(SqueezeBackward1 if one else SqueezeBackward2, input, dims)
+
+
+@register
+def unsqueeze(input: Tensor, dim: int) -> Tensor:
+    """``torch.unsqueeze``: insert a size-1 dim at ``dim``."""
+    return view_op(UnsqueezeBackward0, input, _wrap_dim(dim, input._data.ndim + 1))
+
+
+@register(export=False)
+def expand(input: Tensor, *sizes) -> Tensor:
+    """``Tensor.expand``: broadcast to ``sizes`` without copying (-1 keeps a dim)."""
+    sizes = _shape_arg(sizes, "expand")
+    shp = input._data.shape
+    nd = len(sizes)
+    if nd < len(shp):
+        raise RuntimeError(f"expand(torch.{input.dtype._legacy}{{{list(shp)}}}"
+                           f", size=[{', '.join(map(str, sizes))}]): the number of sizes provided "
+                           f"({nd}) must be greater or equal to the number of dimensions in the "
+                           f"tensor ({len(shp)})")
+    lead = nd - len(shp)
+    target = list(sizes)
+    for i in range(nd - 1, -1, -1):  # torch checks (and reports) from the last dim back
+        s = sizes[i]
+        if i < lead:
+            if s < 0:
+                raise RuntimeError(f"The expanded size of the tensor ({s}) isn't allowed in a "
+                                   f"leading, non-existing dimension {i}")
+            continue
+        cur = shp[i - lead]
+        if s == -1:
+            target[i] = cur
+        elif cur != 1 and cur != s:
+            raise RuntimeError(f"The expanded size of the tensor ({s}) must match the existing "
+                               f"size ({cur}) at non-singleton dimension {i}.  Target sizes: "
+                               f"[{', '.join(map(str, sizes))}].  Tensor sizes: "
+                               f"[{', '.join(map(str, shp))}]")
+    return view_op(ExpandBackward0, input, tuple(target))
+
+
+@register(export=False)
+def expand_as(input: Tensor, other: Tensor) -> Tensor:
+    return expand(input, other._data.shape)
+
+
+@register
+def broadcast_to(input: Tensor, size) -> Tensor:
+    return expand(input, tuple(size))
+
+
+@register(method=False)
+def broadcast_shapes(*shapes) -> Size:
+    try:
+        return Size(host.broadcast_shapes(*[tuple(s) if not isinstance(s, int) else (s,)
+                                             for s in shapes]))
+    except ValueError:
+        raise RuntimeError(f"Shape mismatch: objects cannot be broadcast to a single shape: "
+                           f"{shapes}") from None
+
+
+@register(method=False)
+def broadcast_tensors(*tensors: Tensor) -> tuple:
+    shape = broadcast_shapes(*[t._data.shape for t in tensors])
+    return tuple(t if t._data.shape == shape else expand(t, shape) for t in tensors)
+
+
+@register(aliases=("moveaxis",))
+def movedim(input: Tensor, source, destination) -> Tensor:
+    nd = input._data.ndim
+    src = [source] if isinstance(source, int) else list(source)
+    dst = [destination] if isinstance(destination, int) else list(destination)
+    if len(src) != len(dst):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({src} dims) "
+                           f"should contain the same number of dims as destination ({dst} dims)")
+    src = [_wrap_dim(s, nd) for s in src]
+    dst = [_wrap_dim(d, nd) for d in dst]
+    for name, dims in (("source", src), ("destination", dst)):
+        if len(set(dims)) != len(dims):
+            raise RuntimeError(f"movedim: repeated dim in `{name}` ({dims})")
+    order = [d for d in range(nd) if d not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return permute(input, *order)
+
+
+class UnbindBackward0(Op):
+    """unbind(input, dim): one node with an output per slice (each a view of the input)."""
+
+    __slots__ = ("_num_outputs", "dim", "shape")
+
+    def backward(self, *grads):
+        like = next((g for g in grads if g is not None), None)
+        if like is None:
+            return (None,)
+        piece = self.shape[:self.dim] + self.shape[self.dim + 1:]
+        zeros = None
+        parts = []
+        for g in grads:
+            if g is None:
+                if zeros is None:
+                    zeros = _make(xp_of(like._data).zeros(piece, dtype=like._data.dtype))
+                g = zeros
+            parts.append(g)
+        return stack(parts, self.dim)
+
+
+@register
+def unbind(input: Tensor, dim: int = 0) -> tuple:
+    """``torch.unbind``: the slices along ``dim``, as views, recorded by one UnbindBackward0."""
+    a = input._data
+    if a.ndim == 0:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+    d = _wrap_dim(dim, a.ndim)
+    lead = (slice(None),) * d
+    keys = [lead + (i,) for i in range(a.shape[d])]
+    pieces = [a[k + (Ellipsis,)] for k in keys]  # (the Ellipsis keeps 0-d pieces views)
+    recorded = bool(pieces) and needs_recording((input,), _grad_state.grad_enabled)
+    select = (MULTI_OUTPUT_NODES if recorded else _BASIC_NODES)["SelectBackward0"]
+    steps = [(select, (k,)) for k in keys]  # views: in-place writes reach the input
+    if recorded:
+        node = object.__new__(UnbindBackward0)
+        node.dim, node.shape = d, a.shape
+        return tuple(record(node, (input,), pieces, view_of=input, view_steps=steps))
+    outs = [_make(p) for p in pieces]
+    for t, step in zip(outs, steps):
+        mark_view(t, input, step)
+    return tuple(outs)
+
+
+# --------------------------------------------------------------------------- joining
+
+class CatBackward0(Op):
+    """cat(tensors, dim): each input gets its slice of the gradient."""
+
+    __slots__ = ("dim", "sizes")
+
+    def forward(self, *arrays_and_dim):
+        *arrays, dim = arrays_and_dim
+        self.dim = dim
+        self.sizes = [a.shape[dim] for a in arrays]
+        return xp_of(*arrays).concatenate(arrays, axis=dim)
+
+    def backward(self, grad):
+        out, start = [], 0
+        lead = (slice(None),) * self.dim
+        for size, (node, _) in zip(self.sizes, self.next_functions):
+            out.append(grad[lead + (slice(start, start + size),)] if node is not None else None)
+            start += size
+        return tuple(out)
+
+
+class StackBackward0(Op):
+    """stack(tensors, dim): each input gets its index of the gradient along ``dim``."""
+
+    __slots__ = ("dim",)
+
+    def forward(self, *arrays_and_dim):
+        *arrays, dim = arrays_and_dim
+        self.dim = dim
+        return xp_of(*arrays).stack(arrays, axis=dim)
+
+    def backward(self, grad):
+        lead = (slice(None),) * self.dim
+        return tuple(grad[lead + (i,)] if node is not None else None
+                     for i, (node, _) in enumerate(self.next_functions))
+
+
+def tensor_list(tensors, op: str, empty: str = "(): expected a non-empty list of Tensors") -> list:
+    """The sequence of tensors a joining op takes, with torch's errors (``empty`` follows the
+    op's name in the message for an empty one)."""
+    if isinstance(tensors, Tensor):
+        raise TypeError(f"{op}(): argument 'tensors' (position 1) must be tuple of Tensors, not "
+                        "Tensor")
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError(op + empty)
+    return tensors
+
+
+@register(method=False, aliases=("concat", "concatenate"))
+def cat(tensors, dim: int = 0, *, out=None) -> Tensor:
+    """``torch.cat``: join along an existing dim (dtypes promoted; legacy empty 1-d skipped)."""
+    tensors = tensor_list(tensors, "cat")
+    kept = [(i, t) for i, t in enumerate(tensors)
+            if not (t._data.ndim == 1 and t._data.shape[0] == 0)] or list(enumerate(tensors))
+    ref = kept[0][1]
+    d = _wrap_dim(dim, ref._data.ndim)
+    for i, t in kept:
+        if t._data.ndim != ref._data.ndim:
+            raise RuntimeError(f"Tensors must have same number of dimensions: got "
+                               f"{ref._data.ndim} and {t._data.ndim}")
+        for k in range(ref._data.ndim):
+            if k != d and t._data.shape[k] != ref._data.shape[k]:
+                raise RuntimeError(
+                    f"Sizes of tensors must match except in dimension {d}. Expected size "
+                    f"{ref._data.shape[k]} but got size {t._data.shape[k]} for tensor number "
+                    f"{i} in the list.")
+    kept = _promoted([t for _, t in kept])
+    return CatBackward0.apply(*kept, params=(d,))
+
+
+@register(method=False)
+def stack(tensors, dim: int = 0, *, out=None) -> Tensor:
+    """``torch.stack``: join along a new dim; all shapes must be equal."""
+    tensors = tensor_list(tensors, "stack")
+    shape = tensors[0]._data.shape
+    for i, t in enumerate(tensors):
+        if t._data.shape != shape:
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got "
+                               f"{list(shape)} at entry 0 and {list(t._data.shape)} at entry {i}")
+    d = _wrap_dim(dim, len(shape) + 1)
+    return StackBackward0.apply(*_promoted(tensors), params=(d,))
+
+
+def _promoted(tensors: list) -> list:
+    dtypes = {t._data.dtype for t in tensors}
+    if len(dtypes) == 1:
+        return tensors
+    from .._backend import result_type
+    rt = result_type(*tensors)
+    return [t if t._data.dtype == rt.np else t.to(rt) for t in tensors]
+
+
+# --------------------------------------------------------------------------- reshaping and splitting
 
 def _ints(args, op: str, name: str) -> tuple:
     """``f(2, 3)`` or ``f((2, 3))`` as a tuple of ints (0-d tensors allowed)."""
@@ -94,6 +644,7 @@ class RepeatBackward0(Op):
         return grad.reshape(folded).sum(tuple(range(0, 2 * len(r), 2))).reshape(self.shape)
 
 
+@register(export=False)
 def repeat(input: Tensor, *repeats) -> Tensor:
     """``Tensor.repeat``: tile the tensor ``repeats`` times along each dim (a copy)."""
     if not repeats:
@@ -111,6 +662,7 @@ def repeat(input: Tensor, *repeats) -> Tensor:
     return apply1(RepeatBackward0, input, repeats)
 
 
+@register
 def tile(input: Tensor, *dims) -> Tensor:
     """``torch.tile``: ``repeat``, with ``dims`` padded with leading ones to the input's rank."""
     dims = _ints(dims, "tile", "dims")
@@ -120,12 +672,7 @@ def tile(input: Tensor, *dims) -> Tensor:
     return repeat(input, dims)
 
 
-class IndexSelectBackward0(IndexBackward0):
-    """index_select along a dim with a fixed index array (repeat_interleave with a tensor)."""
-
-    __slots__ = ()
-
-
+@register
 def repeat_interleave(input: Tensor, repeats=None, dim: int | None = None, *,
                       output_size: int | None = None) -> Tensor:
     """``torch.repeat_interleave``: repeat each element (int or per-element tensor repeats).
@@ -154,14 +701,15 @@ def repeat_interleave(input: Tensor, repeats=None, dim: int | None = None, *,
             raise RuntimeError(f"repeats must have the same size as input along dim, but got "
                                f"repeats.size(0) = {reps.shape[0]} and input.size({d}) = {n}")
         idx = xp.repeat(xp.arange(n, dtype=host.int64), reps)
-        return apply1(IndexSelectBackward0, input, (slice(None),) * d + (idx,))
+        from .indexing import index_select
+        return index_select(input, d, _make(idx))
     repeats = int(repeats)
     if repeats < 0:
         raise RuntimeError("Repeats must be non-negative")
     x = unsqueeze(input, d + 1)
     shape = list(x._data.shape)
     shape[d + 1] = repeats
-    from .elementwise import clone
+    from .unary import clone
     x = clone(expand(x, shape))
     return reshape(x, tuple(shape[:d]) + (shape[d] * repeats,) + tuple(shape[d + 2:]))
 
@@ -235,6 +783,7 @@ def _split_views(input: Tensor, d: int, sizes: list, cls) -> tuple:
     return tuple(outs)
 
 
+@register
 def split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
     """``torch.split``: pieces of ``split_size`` (the last may be smaller) or of the given
     sizes, along ``dim``; views of the input."""
@@ -257,6 +806,7 @@ def split(tensor: Tensor, split_size_or_sections, dim: int = 0) -> tuple:
     return _split_views(tensor, d, sizes, SplitBackward0)
 
 
+@register
 def split_with_sizes(input: Tensor, split_sizes, dim: int = 0) -> tuple:
     """``torch.split_with_sizes``: pieces of the given sizes along ``dim`` (views)."""
     sizes = list(_ints((split_sizes,), "split_with_sizes", "split_sizes"))
@@ -273,6 +823,7 @@ def split_with_sizes(input: Tensor, split_sizes, dim: int = 0) -> tuple:
     return _split_views(input, d, sizes, SplitWithSizesBackward0)
 
 
+@register
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
     """``torch.chunk``: ``chunks`` pieces of ceil(n / chunks) (fewer if that covers n)."""
     if input._data.ndim == 0:
@@ -287,6 +838,7 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple:
     return split(input, size, d)
 
 
+@register
 def tensor_split(input: Tensor, indices_or_sections, dim: int = 0) -> tuple:
     """``torch.tensor_split``: ``sections`` near-equal pieces, or pieces between the
     ``indices``; each a slice (view) of the input."""
@@ -318,7 +870,8 @@ def tensor_split(input: Tensor, indices_or_sections, dim: int = 0) -> tuple:
         stops = host.cumsum(sizes).tolist()
         starts = [0] + stops[:-1]
     lead = (slice(None),) * d
-    return tuple(getitem(input, lead + (slice(a, b),)) for a, b in zip(starts, stops))
+    return tuple(view_op(_BASIC_NODES["SliceBackward0"], input, lead + (slice(a, b),))
+                 for a, b in zip(starts, stops))
 
 
 # --------------------------------------------------------------------------- stacks
@@ -328,25 +881,26 @@ def _tensor_list(tensors, op: str) -> list:
     return tensor_list(tensors, op, " expects a non-empty TensorList")
 
 
+@register(method=False)
 def hstack(tensors, *, out=None) -> Tensor:
     """``torch.hstack``: cat along dim 1 (dim 0 for 1-d tensors), 0-d tensors as 1-d."""
     ts = atleast_1d(_tensor_list(tensors, "hstack"))
     return cat(ts, 0 if ts[0]._data.ndim == 1 else 1)
 
 
+@register(method=False, aliases=("row_stack",))
 def vstack(tensors, *, out=None) -> Tensor:
     """``torch.vstack``: cat along dim 0 of the tensors made at least 2-d."""
     return cat(atleast_2d(_tensor_list(tensors, "vstack")), 0)
 
 
-row_stack = vstack
-
-
+@register(method=False)
 def dstack(tensors, *, out=None) -> Tensor:
     """``torch.dstack``: cat along dim 2 of the tensors made at least 3-d."""
     return cat(atleast_3d(_tensor_list(tensors, "dstack")), 2)
 
 
+@register(method=False)
 def column_stack(tensors, *, out=None) -> Tensor:
     """``torch.column_stack``: 0-d and 1-d tensors become columns, then cat along dim 1."""
     ts = _tensor_list(tensors, "column_stack")
@@ -356,6 +910,7 @@ def column_stack(tensors, *, out=None) -> Tensor:
 # --------------------------------------------------------------------------- narrow, flip, roll
 
 
+@register
 def narrow(input: Tensor, dim: int, start, length: int) -> Tensor:
     """``torch.narrow``: ``length`` elements from ``start`` along ``dim`` (a view)."""
     nd = input._data.ndim
@@ -375,7 +930,8 @@ def narrow(input: Tensor, dim: int, start, length: int) -> Tensor:
         start += n
     if start > n - length:
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
-    return getitem(input, (slice(None),) * d + (slice(start, start + length),))
+    return view_op(_BASIC_NODES["SliceBackward0"], input,
+                   (slice(None),) * d + (slice(start, start + length),))
 
 
 class FlipBackward0(Op):
@@ -391,6 +947,7 @@ class FlipBackward0(Op):
         return apply1(FlipBackward0, grad, self.dims)
 
 
+@register
 def flip(input: Tensor, *dims) -> Tensor:
     """``torch.flip``: reverse the order of elements along ``dims`` (a copy, as in torch)."""
     dims = _ints(dims, "flip", "dims")
@@ -404,6 +961,7 @@ def flip(input: Tensor, *dims) -> Tensor:
     return apply1(FlipBackward0, input, tuple(wrapped))
 
 
+@register
 def fliplr(input: Tensor) -> Tensor:
     """``torch.fliplr``: flip dim 1."""
     if input._data.ndim < 2:
@@ -411,6 +969,7 @@ def fliplr(input: Tensor) -> Tensor:
     return flip(input, 1)
 
 
+@register
 def flipud(input: Tensor) -> Tensor:
     """``torch.flipud``: flip dim 0."""
     if input._data.ndim < 1:
@@ -433,6 +992,7 @@ class RollBackward0(Op):
         return apply1(RollBackward0, grad, tuple(-s for s in self.shifts), self.dims)
 
 
+@register
 def roll(input: Tensor, shifts, dims=None) -> Tensor:
     """``torch.roll``: shift elements along ``dims`` cyclically (the flattened tensor if none)."""
     shifts = (shifts,) if isinstance(shifts, (int, host.integer)) else tuple(shifts)
@@ -465,6 +1025,7 @@ class Rot90Backward0(Op):
         return apply1(Rot90Backward0, grad, -self.k, self.dims)
 
 
+@register
 def rot90(input: Tensor, k: int = 1, dims=(0, 1)) -> Tensor:
     """``torch.rot90``: rotate by 90 degrees ``k`` times in the plane of ``dims``."""
     dims = tuple(dims)
@@ -557,6 +1118,7 @@ def _diag_dims(dim1: int, dim2: int, nd: int) -> tuple:
     return d1, d2
 
 
+@register
 def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
     """``torch.diagonal``: the diagonal ``offset`` of the (dim1, dim2) planes, as the last dim
     (a view)."""
@@ -564,6 +1126,7 @@ def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Te
     return view_op(DiagonalBackward0, input, int(offset), d1, d2)
 
 
+@register
 def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
     """``torch.diag_embed``: each last-dim vector on the diagonal ``offset`` of new matrices in
     dims (dim1, dim2) of the output."""
@@ -571,6 +1134,7 @@ def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -
     return apply1(DiagEmbedBackward0, input, int(offset), d1, d2)
 
 
+@register
 def diag(input: Tensor, diagonal: int = 0) -> Tensor:
     """``torch.diag``: a 1-d tensor's diagonal matrix, or a matrix's diagonal (a copy)."""
     nd = input._data.ndim
@@ -581,6 +1145,7 @@ def diag(input: Tensor, diagonal: int = 0) -> Tensor:
     return apply1(DiagonalBackward0_copy, input, int(diagonal), 0, 1)
 
 
+@register
 def diagflat(input: Tensor, offset: int = 0) -> Tensor:
     """``torch.diagflat``: the flattened input on the diagonal ``offset`` of a matrix."""
     return apply1(DiagEmbedBackward0, reshape(input, (-1,)), int(offset), 0, 1)
@@ -600,6 +1165,7 @@ class TraceBackward0(Op):
         return apply1(DiagonalBackwardBackward0, grad.expand(k), self.shape, 0, 0, 1)
 
 
+@register
 def trace(input: Tensor) -> Tensor:
     """``torch.trace``: the sum of a matrix's main diagonal."""
     nd = input._data.ndim
@@ -636,6 +1202,7 @@ class TriuBackward0(Op):
         return apply1(TriuBackward0, grad, self.k)
 
 
+@register(inplace=True)
 def tril(input: Tensor, diagonal: int = 0) -> Tensor:
     """``torch.tril``: the lower triangle of the last two dims (the rest zeroed)."""
     if input._data.ndim < 2:
@@ -643,6 +1210,7 @@ def tril(input: Tensor, diagonal: int = 0) -> Tensor:
     return apply1(TrilBackward0, input, int(diagonal))
 
 
+@register(inplace=True)
 def triu(input: Tensor, diagonal: int = 0) -> Tensor:
     """``torch.triu``: the upper triangle of the last two dims (the rest zeroed)."""
     if input._data.ndim < 2:
@@ -657,6 +1225,7 @@ _MESHGRID_WARNING = ("torch.meshgrid: in an upcoming release, it will be require
                      "indexing argument.")
 
 
+@register(method=False)
 def meshgrid(*tensors, indexing: str | None = None) -> tuple:
     """``torch.meshgrid``: each 1-d (or 0-d) tensor viewed along its own dim and expanded to
     the grid (views); 'xy' swaps the first two dims of the grid."""
@@ -718,29 +1287,26 @@ def _one_3d(t: Tensor) -> Tensor:
     return unsqueeze(t, -1) if nd == 2 else t
 
 
+@register(method=False)
 def atleast_1d(*tensors):
     """``torch.atleast_1d``: 0-d tensors viewed as 1-d; one tensor in, one out."""
     return _atleast(tensors, _one_1d)
 
 
+@register(method=False)
 def atleast_2d(*tensors):
     """``torch.atleast_2d``: 0-d and 1-d tensors viewed as 2-d (1-d as a row)."""
     return _atleast(tensors, _one_2d)
 
 
+@register(method=False)
 def atleast_3d(*tensors):
     """``torch.atleast_3d``: (n,) becomes (1, n, 1) and (m, n) becomes (m, n, 1)."""
     return _atleast(tensors, _one_3d)
 
 
+@register
 def ravel(input: Tensor) -> Tensor:
     """``torch.ravel``: the flattened tensor; a view when contiguous, else a view of a copy."""
-    from .elementwise import contiguous
+    from .unary import contiguous
     return view(contiguous(input), (-1,))
-
-
-METHODS = {f.__name__: f for f in (
-    repeat, repeat_interleave, tile, split, split_with_sizes, chunk, tensor_split, narrow, flip,
-    fliplr, flipud, roll, rot90, diagonal, trace, tril, triu, diag, diag_embed, diagflat, ravel,
-)}
-INPLACE = ("tril", "triu")

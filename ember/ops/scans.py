@@ -9,9 +9,8 @@ from .._backend import host, xp_of
 from .._tensor import Tensor, _make, _wrap_dim
 from ..autograd.grad_mode import state as _grad_state
 from ._op import Op, apply1, record_op
+from ._registry import register
 from .indexing import ValueSelectingReductionBackward0
-
-__all__: list[str] = ["cummax", "cummin", "cumprod", "cumsum"]  # exported as ember.<name>
 
 cummax_result = namedtuple("cummax", ["values", "indices"])
 cummin_result = namedtuple("cummin", ["values", "indices"])
@@ -127,12 +126,14 @@ def _cumprod_grad_left_out(grad, x, d) -> Tensor:
     return g.movedim(-1, d)
 
 
+@register(inplace=True)
 def cumsum(input: Tensor, dim: int, *, dtype=None) -> Tensor:
     """``torch.cumsum``: integer and bool inputs sum to int64, as in torch."""
     d = _wrap_dim(dim, input._data.ndim)
     return apply1(CumsumBackward0, input, d, _scan_dtype(input._data, dtype))
 
 
+@register(inplace=True)
 def cumprod(input: Tensor, dim: int, *, dtype=None) -> Tensor:
     """``torch.cumprod``: exact gradients where the input has zeros, as torch's."""
     d = _wrap_dim(dim, input._data.ndim)
@@ -180,15 +181,13 @@ def _cum_extreme(cls, input: Tensor, dim: int, ufunc: str, result):
     return result(_make(values), _make(node.idx))
 
 
+@register
 def cummax(input: Tensor, dim: int):
     """``torch.cummax``: running maxima and the index each came from (the latest on ties)."""
     return _cum_extreme(CummaxBackward0, input, dim, "maximum", cummax_result)
 
 
+@register
 def cummin(input: Tensor, dim: int):
     """``torch.cummin``: running minima and the index each came from (the latest on ties)."""
     return _cum_extreme(CumminBackward0, input, dim, "minimum", cummin_result)
-
-
-METHODS: dict = {"cumsum": cumsum, "cumprod": cumprod, "cummax": cummax, "cummin": cummin}
-INPLACE: tuple = ("cumsum", "cumprod")  # also Tensor.cumsum_ / cumprod_

@@ -1,0 +1,974 @@
+"""Unary math: exp/log/sqrt, trigonometry and its inverses, hyperbolic functions, the erf
+family, sigmoid/relu/tanh (the primitives the activations build on), abs/sign, rounding,
+nan_to_num; and the differentiable copies and casts (clone, contiguous, ``to(dtype)``).
+
+Each class is one op, its forward (NumPy) beside its derivative (ember ops, so higher-order
+gradients work), named as torch names the node. Derivatives follow torch's derivatives.yaml.
+
+NOTE: most ops here are primitives rather than composites because torch records each with a
+node of its own (``Exp2Backward0``, ...) and the op table checks the names; where torch's node
+is a composite's, ember composes too (``fix`` is ``trunc``, the ``arc*`` names are aliases).
+"""
+
+from __future__ import annotations
+
+import math
+
+from .._backend import dtypes as _dt
+from .._backend import host, ndarray, xp_of
+from .._tensor import Tensor, _make
+from ._op import Op, apply1
+from ._registry import register
+from .arithmetic import _check_tensor, _maybe_out, scalar_name
+from .comparison import where
+from .inplace import inplace as _inplace
+
+# ------------------------------ exp, log, sqrt, trigonometry, sigmoid, relu, abs, sign, reciprocal
+
+
+class ExpBackward0(Op):
+    """exp: d/dx = grad * result."""
+
+    __slots__ = ()
+    save_output = True
+
+    def forward(self, a):
+        return (host if type(a) is ndarray else xp_of(a)).exp(a)
+
+    def backward(self, grad):
+        return grad * self.saved_output()
+
+    def raw_backward(self, grad):
+        return grad * self.saved_output_array()
+
+
+class LogBackward0(Op):
+    """log: d/dx = grad / x."""
+
+    __slots__ = ()
+    save_inputs = (0,)
+
+    def forward(self, a):
+        with host.errstate(divide="ignore", invalid="ignore"):
+            return (host if type(a) is ndarray else xp_of(a)).log(a)
+
+    def backward(self, grad):
+        (a,) = self.saved()
+        return grad / a
+
+    def raw_backward(self, grad):
+        (a,) = self.saved()
+        with host.errstate(divide="ignore", invalid="ignore"):
+            return grad / a._data
+
+
+class SqrtBackward0(Op):
+    """sqrt: d/dx = grad / (2 * result)."""
+
+    __slots__ = ()
+    save_output = True
+
+    def forward(self, a):
+        with host.errstate(invalid="ignore"):
+            return (host if type(a) is ndarray else xp_of(a)).sqrt(a)
+
+    def backward(self, grad):
+        return grad / (2 * self.saved_output())
+
+    def raw_backward(self, grad):
+        with host.errstate(divide="ignore", invalid="ignore"):
+            return grad / (self.saved_output_array() * 2)
+
+
+class SinBackward0(Op):
+    """sin: d/dx = grad * cos(x)."""
+
+    __slots__ = ()
+    save_inputs = (0,)
+
+    def forward(self, a):
+        return xp_of(a).sin(a)
+
+    def backward(self, grad):
+        (a,) = self.saved()
+        return grad * cos(a)
+
+
+class CosBackward0(Op):
+    """cos: d/dx = -grad * sin(x)."""
+
+    __slots__ = ()
+    save_inputs = (0,)
+
+    def forward(self, a):
+        return xp_of(a).cos(a)
+
+    def backward(self, grad):
+        (a,) = self.saved()
+        return grad * -sin(a)
+
+
+class TanhBackward0(Op):
+    """tanh: d/dx = grad * (1 - result**2)."""
+
+    __slots__ = ()
+    save_output = True
+
+    def forward(self, a):
+        return (host if type(a) is ndarray else xp_of(a)).tanh(a)
+
+    def backward(self, grad):
+        y = self.saved_output()
+        return grad * (1 - y * y)
+
+    def raw_backward(self, grad):
+        y = self.saved_output_array()
+        return grad * (1 - y * y)
+
+
+class SigmoidBackward0(Op):
+    """sigmoid: d/dx = grad * result * (1 - result)."""
+
+    __slots__ = ()
+    save_output = True
+
+    def forward(self, a):
+        # NOTE: 1 / (1 + exp(-a)) as torch's CPU kernel: exp(-a) overflows to inf for very
+        # negative a, giving exactly 0 as torch does; 10x faster than masked two-branch forms
+        xp = host if type(a) is ndarray else xp_of(a)
+        e = xp.negative(a, out=xp.empty_like(a))
+        with host.errstate(over="ignore"):
+            xp.exp(e, out=e)
+        e += 1
+        return xp.reciprocal(e, out=e)
+
+    def backward(self, grad):
+        y = self.saved_output()
+        return grad * (y * (1 - y))
+
+    def raw_backward(self, grad):
+        y = self.saved_output_array()
+        return grad * (y * (1 - y))
+
+
+class ReluBackward0(Op):
+    """relu: d/dx = grad where result > 0 (0 at 0, as torch)."""
+
+    __slots__ = ()
+    save_output = True
+
+    def forward(self, a):
+        if a.dtype.kind == "b":
+            return a.copy()
+        return (host if type(a) is ndarray else xp_of(a)).maximum(a, 0)
+
+    def backward(self, grad):
+        return ThresholdBackwardBackward0.apply(grad, self.saved_output(), params=(0,))
+
+    def raw_backward(self, grad):
+        return grad * (self.saved_output_array() > 0)
+
+
+class ThresholdBackwardBackward0(Op):
+    """threshold_backward(grad, x, threshold): grad where x > threshold, else 0.
+
+    NOTE: one fused NumPy expression, not ``grad * (x > t).to(dtype)``: relu's backward runs
+    on every activation of a network, and the extra temporaries cost more than the math.
+    """
+
+    __slots__ = ("threshold",)
+    save_inputs = (1,)
+
+    def forward(self, g, x, threshold):
+        self.threshold = threshold
+        return g * (x > threshold)
+
+    def backward(self, grad):
+        (x,) = self.saved()
+        return ThresholdBackwardBackward0.apply(grad, x, params=(self.threshold,)), None
+
+    def raw_backward(self, grad):
+        (x,) = self.saved()
+        return grad * (x._data > self.threshold), None
+
+
+class AbsBackward0(Op):
+    """abs: d/dx = grad * sign(x) (0 at 0)."""
+
+    __slots__ = ()
+    save_inputs = (0,)
+
+    def forward(self, a):
+        return xp_of(a).abs(a)
+
+    def backward(self, grad):
+        (a,) = self.saved()
+        return grad * sign(a)
+
+
+class SignBackward0(Op):
+    __slots__ = ()
+
+    def forward(self, a):
+        return xp_of(a).sign(a) if a.dtype.kind != "b" else a.copy()
+
+    def backward(self, grad):
+        return grad * 0
+
+
+class ReciprocalBackward0(Op):
+    """reciprocal: d/dx = -grad * result**2."""
+
+    __slots__ = ()
+    save_output = True
+
+    def forward(self, a):
+        if a.dtype.kind != "f":
+            a = a.astype(_dt.get_default_dtype().np)
+        with host.errstate(divide="ignore"):
+            return xp_of(a).reciprocal(a)
+
+    def backward(self, grad):
+        y = self.saved_output()
+        return -grad * (y * y)
+
+
+class ToCopyBackward0(Op):
+    """to(dtype): the gradient is cast back to the input's dtype (by the engine)."""
+
+    __slots__ = ()
+
+    def forward(self, a, np_dtype):
+        return a.astype(np_dtype)
+
+    def backward(self, grad):
+        return grad
+
+
+class CloneBackward0(Op):
+    __slots__ = ()
+
+    def forward(self, a):
+        return a.copy()
+
+    def backward(self, grad):
+        return grad
+
+
+_LN2 = math.log(2.0)
+
+
+_LN10 = math.log(10.0)
+
+
+_SQRT_PI = math.sqrt(math.pi)
+
+
+_TWO_OVER_SQRT_PI = 2.0 / _SQRT_PI
+
+
+# -------------------------------------------------------------------------------------- erf family
+
+
+_SERIES_TERMS = 40
+
+
+_CF_DEPTH = 60
+
+
+_SPLIT = 2.0
+
+
+def _exp_neg_square(x):
+    """exp(-x*x) of a float64 array without the rounding error of x*x (x split into a 26-bit
+    head and a tail)."""
+    xp = xp_of(x)
+    head = (x.view(host.int64) & ~((1 << 27) - 1)).view(host.float64)
+    tail = x - head
+    return xp.exp(-head * head) * xp.exp(-tail * (x + head))
+
+
+def _erf_series(x):
+    x2 = 2.0 * x * x
+    term = x.copy()
+    total = x.copy()
+    for k in range(1, _SERIES_TERMS):
+        term *= x2 / (2 * k + 1)
+        total += term
+    return _TWO_OVER_SQRT_PI * _exp_neg_square(x) * total
+
+
+def _erfc_fraction(x):
+    t = x.copy()
+    for k in range(_CF_DEPTH, 0, -1):
+        t = x + (0.5 * k) / t
+    return _exp_neg_square(x) / _SQRT_PI / t
+
+
+def _erf_erfc(x, want_erfc: bool):
+    """erf(x) (or erfc(x)) of a float64 array."""
+    xp = xp_of(x)
+    ax = xp.minimum(xp.abs(x), 30.0)  # erfc underflows to 0 well before |x| = 30
+    out = xp.full(x.shape, math.nan)
+    small = ax < _SPLIT
+    large = ax >= _SPLIT
+    e_small = _erf_series(ax[small])
+    c_large = _erfc_fraction(ax[large])
+    neg = xp.signbit(x)
+    if want_erfc:  # erfc(-a) = 2 - erfc(a)
+        out[small] = xp.where(neg[small], 1.0 + e_small, 1.0 - e_small)
+        out[large] = xp.where(neg[large], 2.0 - c_large, c_large)
+    else:  # erf(-a) = -erf(a)
+        out[small] = xp.where(neg[small], -e_small, e_small)
+        out[large] = xp.where(neg[large], c_large - 1.0, 1.0 - c_large)
+    return out
+
+
+def _float64_math(fn, a):
+    """``fn`` evaluated in float64 on the array ``a``, the result in ``a``'s dtype."""
+    out = xp_of(a).asarray(fn(a.astype(host.float64)), dtype=host.float64)
+    return out.astype(a.dtype, copy=False)
+
+
+def _erfinv64(y):
+    xp = xp_of(y)
+    ay = xp.abs(y)
+    with host.errstate(divide="ignore", invalid="ignore"):
+        # Winitzki: erfinv(y) ~ sqrt(sqrt(b^2 - l/a) - b), l = log(1 - y^2), b = 2/(pi a) + l/2
+        a = 0.147
+        ln = xp.log((1.0 - ay) * (1.0 + ay))
+        b = 2.0 / (math.pi * a) + 0.5 * ln
+        x = xp.sqrt(xp.sqrt(b * b - ln / a) - b)
+        inner = ay < 0.5
+        x = xp.where(inner, _SQRT_PI / 2 * ay * (1 + math.pi / 12 * ay * ay), x)
+        ok = ay < 1.0
+        x = xp.where(ok, x, 0.0)
+        c = 1.0 - ay  # exact for ay >= 0.5
+        for _ in range(3):
+            fprime = _TWO_OVER_SQRT_PI * _exp_neg_square(x)
+            resid = xp.where(inner, _erf_erfc(x, False) - ay, c - _erf_erfc(x, True))
+            u = xp.where(fprime > 0, resid / fprime, 0.0)
+            x = x - u / (1.0 + x * u)
+        x = xp.where(ok, x, xp.where(ay == 1.0, math.inf, math.nan))
+    return xp.copysign(x, y)
+
+
+# ---------------- more unary math: exp2, log1p, hyperbolic and inverse trigonometry, erf, rounding
+
+
+class Exp2Backward0(Op):
+    """exp2: d/dx = grad * result * log(2)."""
+
+    __slots__ = ()
+    save_output = True
+
+    def forward(self, a):
+        return xp_of(a).exp2(a)
+
+    def backward(self, grad):
+        return grad * (self.saved_output() * _LN2)
+
+
+class Expm1Backward0(Op):
+    """expm1: d/dx = grad * (result + 1)."""
+
+    __slots__ = ()
+    save_output = True
+
+    def forward(self, a):
+        return xp_of(a).expm1(a)
+
+    def backward(self, grad):
+        return grad * (self.saved_output() + 1)
+
+
+class Log2Backward0(Op):
+    """log2: d/dx = grad / (x * log(2))."""
+
+    __slots__ = ()
+    save_inputs = (0,)
+
+    def forward(self, a):
+        with host.errstate(divide="ignore", invalid="ignore"):
+            return xp_of(a).log2(a)
+
+    def backward(self, grad):
+        (a,) = self.saved()
+        return grad / (a * _LN2)
+
+
+class Log10Backward0(Op):
+    """log10: d/dx = grad / (x * log(10))."""
+
+    __slots__ = ()
+    save_inputs = (0,)
+
+    def forward(self, a):
+        with host.errstate(divide="ignore", invalid="ignore"):
+            return xp_of(a).log10(a)
+
+    def backward(self, grad):
+        (a,) = self.saved()
+        return grad / (a * _LN10)
+
+
+class Log1PBackward0(Op):
+    """log1p: d/dx = grad / (x + 1)."""
+
+    __slots__ = ()
+    save_inputs = (0,)
+
+    def forward(self, a):
+        with host.errstate(divide="ignore", invalid="ignore"):
+            return xp_of(a).log1p(a)
+
+    def backward(self, grad):
+        (a,) = self.saved()
+        return grad / (a + 1)
+
+
+class RsqrtBackward0(Op):
+    """rsqrt: d/dx = -0.5 * grad * result**3."""
+
+    __slots__ = ()
+    save_output = True
+
+    def forward(self, a):
+        with host.errstate(divide="ignore", invalid="ignore"):
+            return 1 / xp_of(a).sqrt(a)
+
+    def backward(self, grad):
+        y = self.saved_output()
+        return grad * (y * y * y * -0.5)
+
+
+class TanBackward0(Op):
+    """tan: d/dx = grad * (1 + result**2)."""
+
+    __slots__ = ()
+    save_output = True
+
+    def forward(self, a):
+        return xp_of(a).tan(a)
+
+    def backward(self, grad):
+        y = self.saved_output()
+        return grad * (y * y + 1)
+
+
+class AsinBackward0(Op):
+    """asin: d/dx = grad / sqrt(1 - x**2)."""
+
+    __slots__ = ()
+    save_inputs = (0,)
+
+    def forward(self, a):
+        with host.errstate(invalid="ignore"):
+            return xp_of(a).arcsin(a)
+
+    def backward(self, grad):
+        (a,) = self.saved()
+        return grad * rsqrt(1 - a * a)
+
+
+class AcosBackward0(Op):
+    """acos: d/dx = -grad / sqrt(1 - x**2)."""
+
+    __slots__ = ()
+    save_inputs = (0,)
+
+    def forward(self, a):
+        with host.errstate(invalid="ignore"):
+            return xp_of(a).arccos(a)
+
+    def backward(self, grad):
+        (a,) = self.saved()
+        return grad * -rsqrt(1 - a * a)
+
+
+class AtanBackward0(Op):
+    """atan: d/dx = grad / (1 + x**2)."""
+
+    __slots__ = ()
+    save_inputs = (0,)
+
+    def forward(self, a):
+        return xp_of(a).arctan(a)
+
+    def backward(self, grad):
+        (a,) = self.saved()
+        return grad / (a * a + 1)
+
+
+class SinhBackward0(Op):
+    """sinh: d/dx = grad * cosh(x)."""
+
+    __slots__ = ()
+    save_inputs = (0,)
+
+    def forward(self, a):
+        with host.errstate(over="ignore"):
+            return xp_of(a).sinh(a)
+
+    def backward(self, grad):
+        (a,) = self.saved()
+        return grad * cosh(a)
+
+
+class CoshBackward0(Op):
+    """cosh: d/dx = grad * sinh(x)."""
+
+    __slots__ = ()
+    save_inputs = (0,)
+
+    def forward(self, a):
+        with host.errstate(over="ignore"):
+            return xp_of(a).cosh(a)
+
+    def backward(self, grad):
+        (a,) = self.saved()
+        return grad * sinh(a)
+
+
+class AsinhBackward0(Op):
+    """asinh: d/dx = grad / sqrt(x**2 + 1)."""
+
+    __slots__ = ()
+    save_inputs = (0,)
+
+    def forward(self, a):
+        return xp_of(a).arcsinh(a)
+
+    def backward(self, grad):
+        (a,) = self.saved()
+        return grad * rsqrt(a * a + 1)
+
+
+class AcoshBackward0(Op):
+    """acosh: d/dx = grad / sqrt(x**2 - 1)."""
+
+    __slots__ = ()
+    save_inputs = (0,)
+
+    def forward(self, a):
+        with host.errstate(invalid="ignore"):
+            return xp_of(a).arccosh(a)
+
+    def backward(self, grad):
+        (a,) = self.saved()
+        return grad * rsqrt(a * a - 1)
+
+
+class AtanhBackward0(Op):
+    """atanh: d/dx = grad / (1 - x**2)."""
+
+    __slots__ = ()
+    save_inputs = (0,)
+
+    def forward(self, a):
+        with host.errstate(divide="ignore", invalid="ignore"):
+            return xp_of(a).arctanh(a)
+
+    def backward(self, grad):
+        (a,) = self.saved()
+        return grad / (1 - a * a)
+
+
+class LogitBackward0(Op):
+    """logit(x, eps): log(z / (1 - z)), z = x clamped to [eps, 1 - eps] when eps is given.
+
+    d/dx = grad / (x (1 - x)); 0 outside [eps, 1 - eps] (with eps), NaN outside [0, 1] (without).
+    """
+
+    __slots__ = ("eps",)
+    save_inputs = (0,)
+
+    def forward(self, a, eps):
+        self.eps = eps
+        if eps is not None:
+            a = a.clip(eps, 1 - eps)
+        with host.errstate(divide="ignore", invalid="ignore"):
+            return xp_of(a).log(a / (1 - a))
+
+    def backward(self, grad):
+        (a,) = self.saved()
+        x = a._data
+        d = grad / (a * (1 - a))
+        if self.eps is None:
+            outside = (x < 0) | (x > 1)
+            return where(_make(outside), math.nan, d) if outside.any() else d
+        return where(_make((x < self.eps) | (x > 1 - self.eps)), 0.0, d)
+
+
+class ErfBackward0(Op):
+    """erf: d/dx = grad * 2/sqrt(pi) * exp(-x**2)."""
+
+    __slots__ = ()
+    save_inputs = (0,)
+
+    def forward(self, a):
+        return _float64_math(lambda v: _erf_erfc(v, False), a)
+
+    def backward(self, grad):
+        (a,) = self.saved()
+        return grad * (exp(-(a * a)) * _TWO_OVER_SQRT_PI)
+
+
+class ErfcBackward0(Op):
+    """erfc: d/dx = -grad * 2/sqrt(pi) * exp(-x**2)."""
+
+    __slots__ = ()
+    save_inputs = (0,)
+
+    def forward(self, a):
+        return _float64_math(lambda v: _erf_erfc(v, True), a)
+
+    def backward(self, grad):
+        (a,) = self.saved()
+        return grad * (exp(-(a * a)) * -_TWO_OVER_SQRT_PI)
+
+
+class ErfinvBackward0(Op):
+    """erfinv: d/dx = grad * sqrt(pi)/2 * exp(result**2)."""
+
+    __slots__ = ()
+    save_output = True
+
+    def forward(self, a):
+        return _float64_math(_erfinv64, a)
+
+    def backward(self, grad):
+        y = self.saved_output()
+        return grad * (exp(y * y) * (_SQRT_PI / 2))
+
+
+class SincBackward0(Op):
+    """sinc(x) = sin(pi x) / (pi x), 1 at 0: d/dx = grad (cos(pi x) - sinc(x)) / x, 0 at 0."""
+
+    __slots__ = ()
+    save_inputs = (0,)
+
+    def forward(self, a):
+        xp = xp_of(a)
+        px = a * math.pi
+        with host.errstate(divide="ignore", invalid="ignore"):
+            out = xp.sin(px) / px
+        return xp.where(a == 0, xp.ones((), a.dtype), out)
+
+    def backward(self, grad):
+        (a,) = self.saved()
+        zero = _make(a._data == 0)
+        safe = where(zero, 1.0, a)  # no 0/0 in this branch (it would leak into double backward)
+        px = safe * math.pi
+        d = (px * cos(px) - sin(px)) / (px * safe)
+        return grad * where(zero, 0.0, d)
+
+
+class Deg2RadBackward0(Op):
+    """deg2rad: d/dx = grad * pi / 180."""
+
+    __slots__ = ()
+
+    def forward(self, a):
+        return a * (math.pi / 180)
+
+    def backward(self, grad):
+        return grad * (math.pi / 180)
+
+
+class Rad2DegBackward0(Op):
+    """rad2deg: d/dx = grad * 180 / pi."""
+
+    __slots__ = ()
+
+    def forward(self, a):
+        return a * (180 / math.pi)
+
+    def backward(self, grad):
+        return grad * (180 / math.pi)
+
+
+class FracBackward0(Op):
+    """frac(x) = x - trunc(x): d/dx = grad."""
+
+    __slots__ = ()
+
+    def forward(self, a):
+        return a - xp_of(a).trunc(a)
+
+    def backward(self, grad):
+        return grad
+
+
+class NanToNumBackward0(Op):
+    """nan_to_num: d/dx = grad where x is finite, else 0."""
+
+    __slots__ = ()
+    save_inputs = (0,)
+
+    def forward(self, a, nan, posinf, neginf):
+        return xp_of(a).nan_to_num(a, nan=nan, posinf=posinf, neginf=neginf)
+
+    def backward(self, grad):
+        (a,) = self.saved()
+        x = a._data
+        return where(_make(xp_of(x).isfinite(x)), grad, 0.0)
+
+
+class _Rounding(Op):
+    """A piecewise-constant rounding: its gradient is 0 (torch records zeros_like(grad))."""
+
+    __slots__ = ()
+
+    def backward(self, grad):
+        return grad * 0
+
+
+class FloorBackward0(_Rounding):
+    __slots__ = ()
+
+    def forward(self, a):
+        return xp_of(a).floor(a)
+
+
+class CeilBackward0(_Rounding):
+    __slots__ = ()
+
+    def forward(self, a):
+        return xp_of(a).ceil(a)
+
+
+class TruncBackward0(_Rounding):
+    __slots__ = ()
+
+    def forward(self, a):
+        return xp_of(a).trunc(a)
+
+
+class RoundBackward0(_Rounding):
+    """round: half to even, as torch."""
+
+    __slots__ = ()
+
+    def forward(self, a):
+        return xp_of(a).rint(a)
+
+
+class RoundBackward1(_Rounding):
+    """round(decimals=d): rint(x * 10**d) / 10**d (rint(x / 10**-d) * 10**-d for d < 0)."""
+
+    __slots__ = ()
+
+    def forward(self, a, decimals):
+        k = -decimals if decimals < 0 else decimals
+        with host.errstate(over="ignore", invalid="ignore"):
+            xp = xp_of(a)
+            scale = xp.asarray(10.0 ** k if k < 309 else math.inf).astype(a.dtype)  # as torch
+            if decimals >= 0:
+                return xp.rint(a * scale) / scale
+            return xp.rint(a / scale) * scale
+
+
+class _InplaceNotDifferentiable(Op):
+    """torch records ``asinh_``/``acosh_``/``atanh_`` with a node of their own (named
+    ``...Backward1``) whose backward refuses: the in-place forms are not differentiable."""
+
+    __slots__ = ()
+
+    def backward(self, grad):
+        name = type(self).__name__.removesuffix("Backward1").lower()
+        raise NotImplementedError(f"the derivative for 'inplace version of {name}' is not "
+                                  "implemented.")
+
+
+class AsinhBackward1(_InplaceNotDifferentiable):
+    __slots__ = ()
+    forward = AsinhBackward0.forward
+
+
+class AcoshBackward1(_InplaceNotDifferentiable):
+    __slots__ = ()
+    forward = AcoshBackward0.forward
+
+
+class AtanhBackward1(_InplaceNotDifferentiable):
+    __slots__ = ()
+    forward = AtanhBackward0.forward
+
+
+def _inplace_only(cls, name: str):
+    fn = _float_unary(cls, name)
+
+    def method(self: Tensor) -> Tensor:
+        return _inplace(self, fn)
+
+    method.__name__ = method.__qualname__ = name + "_"
+    method.__doc__ = f"In-place ``{name}`` (not differentiable, as in torch)."
+    return method
+
+
+# -------------------------------------------------------------------------------- public functions
+
+
+def _float_unary(cls, name: str):
+    """A unary math function of a floating result (integer inputs give the default float)."""
+
+    def fn(input: Tensor, *, out=None) -> Tensor:
+        if not isinstance(input, Tensor):
+            _check_tensor(input, name)
+        if input._data.dtype.kind != "f":
+            input = _make(input._data.astype(_dt.get_default_dtype().np))
+        result = apply1(cls, input)
+        return result if out is None else _maybe_out(result, out)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"``torch.{name}``; integer inputs give the default float dtype."
+    return fn
+
+
+exp = register(_float_unary(ExpBackward0, "exp"), inplace=True)
+log = register(_float_unary(LogBackward0, "log"), inplace=True)
+sqrt = register(_float_unary(SqrtBackward0, "sqrt"), inplace=True)
+sin = register(_float_unary(SinBackward0, "sin"), inplace=True)
+cos = register(_float_unary(CosBackward0, "cos"), inplace=True)
+tanh = register(_float_unary(TanhBackward0, "tanh"), inplace=True)
+sigmoid = register(_float_unary(SigmoidBackward0, "sigmoid"), inplace=True)
+reciprocal = register(_float_unary(ReciprocalBackward0, "reciprocal"), inplace=True)
+
+
+@register(inplace=True)
+def relu(input: Tensor) -> Tensor:
+    """``torch.relu``: max(x, 0); its node is ``ReluBackward0``."""
+    return apply1(ReluBackward0, _check_tensor(input, "relu"))
+
+
+@register(inplace=True, aliases=("absolute",), operators=("__abs__",))
+def abs(input: Tensor, *, out=None) -> Tensor:
+    """``torch.abs``; the derivative at 0 is 0, as in torch."""
+    return _maybe_out(apply1(AbsBackward0, _check_tensor(input, "abs")), out)
+
+
+@register(inplace=True)
+def sign(input: Tensor) -> Tensor:
+    return apply1(SignBackward0, input)
+
+
+def _as_float(x: Tensor) -> Tensor:
+    """Integer and bool tensors are computed in the default float dtype, as torch does."""
+    if x._data.dtype.kind != "f":
+        return _make(x._data.astype(_dt.get_default_dtype().np))
+    return x
+
+
+exp2 = register(_float_unary(Exp2Backward0, "exp2"), inplace=True)
+expm1 = register(_float_unary(Expm1Backward0, "expm1"), inplace=True)
+log2 = register(_float_unary(Log2Backward0, "log2"), inplace=True)
+log10 = register(_float_unary(Log10Backward0, "log10"), inplace=True)
+log1p = register(_float_unary(Log1PBackward0, "log1p"), inplace=True)
+rsqrt = register(_float_unary(RsqrtBackward0, "rsqrt"), inplace=True)
+tan = register(_float_unary(TanBackward0, "tan"), inplace=True)
+asin = register(_float_unary(AsinBackward0, "asin"), inplace=True, aliases=("arcsin",))
+acos = register(_float_unary(AcosBackward0, "acos"), inplace=True, aliases=("arccos",))
+atan = register(_float_unary(AtanBackward0, "atan"), inplace=True, aliases=("arctan",))
+sinh = register(_float_unary(SinhBackward0, "sinh"), inplace=True)
+cosh = register(_float_unary(CoshBackward0, "cosh"), inplace=True)
+asinh = register(_float_unary(AsinhBackward0, "asinh"), aliases=("arcsinh",),
+               inplace=_inplace_only(AsinhBackward1, "asinh"))
+acosh = register(_float_unary(AcoshBackward0, "acosh"), aliases=("arccosh",),
+               inplace=_inplace_only(AcoshBackward1, "acosh"))
+atanh = register(_float_unary(AtanhBackward0, "atanh"), aliases=("arctanh",),
+               inplace=_inplace_only(AtanhBackward1, "atanh"))
+erf = register(_float_unary(ErfBackward0, "erf"), inplace=True)
+erfc = register(_float_unary(ErfcBackward0, "erfc"), inplace=True)
+erfinv = register(_float_unary(ErfinvBackward0, "erfinv"), inplace=True)
+sinc = register(_float_unary(SincBackward0, "sinc"), inplace=True)
+deg2rad = register(_float_unary(Deg2RadBackward0, "deg2rad"), inplace=True)
+rad2deg = register(_float_unary(Rad2DegBackward0, "rad2deg"), inplace=True)
+
+
+@register(inplace=True)
+def logit(input: Tensor, eps: float | None = None, *, out=None) -> Tensor:
+    """``torch.logit``: log(x / (1 - x)), x clamped to [eps, 1 - eps] when eps is given."""
+    x = _as_float(_check_tensor(input, "logit"))
+    return _maybe_out(apply1(LogitBackward0, x, None if eps is None else float(eps)), out)
+
+
+def _rounding(cls, name: str, kernel: str):
+    """floor/ceil/trunc/round: integer tensors come back unchanged (a copy), bool refused."""
+
+    def fn(input: Tensor, *, out=None) -> Tensor:
+        x = _check_tensor(input, name)
+        kind = x._data.dtype.kind
+        if kind == "b":
+            raise NotImplementedError(f"\"{kernel}_vml_cpu\" not implemented for 'Bool'")
+        if kind != "f":
+            return _maybe_out(_make(x._data.copy()), out)
+        return _maybe_out(apply1(cls, x), out)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"``torch.{name}``; its gradient is 0."
+    return fn
+
+
+floor = register(_rounding(FloorBackward0, "floor", "floor"), inplace=True)
+ceil = register(_rounding(CeilBackward0, "ceil", "ceil"), inplace=True)
+trunc = register(_rounding(TruncBackward0, "trunc", "trunc"), inplace=True)
+fix = register(_rounding(TruncBackward0, "fix", "trunc"), inplace=True)
+_round0 = _rounding(RoundBackward0, "round", "round")
+
+
+@register(inplace=True)
+def round(input: Tensor, *, decimals: int | None = None, out=None) -> Tensor:
+    """``torch.round``: half to even; ``decimals`` rounds to that many decimal places."""
+    if decimals is None:
+        return _round0(input, out=out)
+    x = _check_tensor(input, "round")
+    if x._data.dtype.kind != "f":
+        raise NotImplementedError(f"\"round_cpu\" not implemented for '{scalar_name(x.dtype)}'")
+    return _maybe_out(apply1(RoundBackward1, x, int(decimals)), out)
+
+
+@register(inplace=True)
+def frac(input: Tensor, *, out=None) -> Tensor:
+    """``torch.frac``: x - trunc(x), floating tensors only."""
+    x = _check_tensor(input, "frac")
+    if x._data.dtype.kind != "f":
+        raise NotImplementedError(f"\"frac_cpu\" not implemented for '{scalar_name(x.dtype)}'")
+    return _maybe_out(apply1(FracBackward0, x), out)
+
+
+@register(inplace=True)
+def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
+               neginf: float | None = None, *, out=None) -> Tensor:
+    """``torch.nan_to_num``: NaN, +inf and -inf replaced (infinities by the dtype's extremes
+    unless given); integer and bool tensors come back unchanged (a copy)."""
+    x = _check_tensor(input, "nan_to_num")
+    if x._data.dtype.kind != "f":
+        return _maybe_out(_make(x._data.copy()), out)
+    return _maybe_out(apply1(NanToNumBackward0, x, nan, posinf, neginf), out)
+
+
+# -------------------------------------------------------------------------------- casts and copies
+
+
+def to_dtype(input: Tensor, dtype: _dt.dtype) -> Tensor:
+    """A differentiable cast (``ToCopyBackward0``); the result requires grad only if floating."""
+    out = apply1(ToCopyBackward0, input, dtype.np)
+    if out._grad_fn is not None and not dtype.is_floating_point:
+        out._grad_fn = None
+        out._requires_grad = False
+    return out
+
+
+@register
+def clone(input: Tensor, *, memory_format=None) -> Tensor:
+    """``torch.clone``: a copy that stays in the graph (``CloneBackward0``)."""
+    return apply1(CloneBackward0, input)
+
+
+@register(export=False)
+def contiguous(input: Tensor, memory_format=None) -> Tensor:
+    """Self if already C-contiguous, else a contiguous copy (``CloneBackward0``)."""
+    if input._data.flags.c_contiguous:
+        return input
+    return clone(input)
