@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from .._tensor import Tensor
 
-# the nn primitives: importing them registers the forms torch also exposes (torch.conv2d, ...)
+# importing each concept module runs its registrations (nn primitives included: torch.conv2d)
 from . import (
     _registry,
     activation,

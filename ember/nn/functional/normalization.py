@@ -8,8 +8,8 @@ from __future__ import annotations
 from ..._backend import xp_of
 from ..._tensor import Tensor, _make
 from ...ops.creation import zeros
-from ...ops.shape import cat
 from ...ops.normalization import batch_norm, group_norm, layer_norm
+from ...ops.shape import cat
 
 __all__ = ["batch_norm", "group_norm", "instance_norm", "layer_norm", "local_response_norm"]
 
