@@ -511,6 +511,10 @@ OPS: list[OpCase] = [
     OpCase("unbind_method", lambda m, x: x.unbind(0), [S(nc(3, 2)), S((1, 2)), S((3,))]),
     # only some outputs used: the others' gradients count as zeros
     OpCase("unbind_partial", lambda m, x: x.unbind(1)[1] * 2, [S((3, 4))]),
+    OpCase("cat", lambda m, a, b, **kw: m.cat([a, b], **kw),
+           [S((2, 4), (3, 4)), S((5, 4), (5, 2), dim=1), S((3,), (0,)), S((0, 3), (2, 3)),
+            S(nc(3, 4), st(3, 2), dim=-1), S((2, 3), (2, 3), dim=-2)], NUMERIC),
+    OpCase("concat_alias", lambda m, a, b: m.concat((a, b), dim=-1), [S((2, 3), (2, 1))], F32),
     OpCase("stack", lambda m, a, b, **kw: m.stack([a, b], **kw),
            [S((3, 4), (3, 4)), S((3, 4), nc(3, 4), dim=1), S((), (), dim=-1),
             S((2, 3), (2, 3), dim=-1), S((3,), (4,), gradcheck=False)], NUMERIC),

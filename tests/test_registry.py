@@ -23,8 +23,6 @@ TABLE_FILES = {str(TESTS / "op_table.py")} | {str(p) for p in (TESTS / "op_table
 # registration needs a row (tests/op_table.py or tests/op_tables/), not an entry here.
 _FACTORY = "a factory (no tensor input for a row to compare): tests/test_tensor.py"
 _RANDOM = "random draws differ from torch's: checked by distribution, not in the op table"
-_NN_TORCH_FORM = ("the torch.X form of an nn primitive; its rows call F.X, a different "
-                  "function (nn helper: add a row or make F.X the registered function)")
 NOT_IN_TABLE = {
     # ops/creation.py
     **dict.fromkeys(("arange", "as_tensor", "empty", "empty_like", "full_like", "linspace",
@@ -37,11 +35,8 @@ NOT_IN_TABLE = {
     "copy_": "tests/test_autograd.py", "fill_": "tests/test_autograd.py",
     "zero_": "tests/test_autograd.py",
     # ops/shape.py, ops/indexing.py, ops/products.py (TODO: rows; tested in test_shaping.py etc.)
-    "cat": "tests/test_functional.py", "broadcast_shapes": "shapes in, a shape out",
+    "broadcast_shapes": "shapes in, a shape out",
     "setitem": "tests/test_autograd.py (x[i] = v)", "rmatmul": "the ``2 @ x`` operator only",
-    # the nn primitives' torch.* forms
-    **dict.fromkeys(("adaptive_max_pool1d", "max_pool1d_with_indices", "embedding", "celu_",
-                     "rrelu_", "selu_", "threshold_"), _NN_TORCH_FORM),
 }
 
 

@@ -517,13 +517,21 @@ class CatBackward0(Op):
     def forward(self, *arrays_and_dim):
         *arrays, dim = arrays_and_dim
         self.dim = dim
-        self.sizes = [a.shape[dim] for a in arrays]
-        return xp_of(*arrays).concatenate(arrays, axis=dim)
+        # torch's legacy rule: a 1-d empty input is skipped (None: its gradient is empty too)
+        legacy = [a.ndim == 1 and not a.shape[0] for a in arrays]
+        if all(legacy):
+            legacy = [False] * len(arrays)
+        self.sizes = [None if skip else a.shape[dim] for a, skip in zip(arrays, legacy)]
+        kept = [a for a, size in zip(arrays, self.sizes) if size is not None]
+        return xp_of(*arrays).concatenate(kept, axis=dim)
 
     def backward(self, grad):
         out, start = [], 0
         lead = (slice(None),) * self.dim
         for size, (node, _) in zip(self.sizes, self.next_functions):
+            if size is None:  # a skipped legacy empty input
+                out.append(grad.new_zeros((0,)) if node is not None else None)
+                continue
             out.append(grad[lead + (slice(start, start + size),)] if node is not None else None)
             start += size
         return tuple(out)
@@ -575,8 +583,11 @@ def cat(tensors, dim: int = 0, *, out=None) -> Tensor:
                     f"Sizes of tensors must match except in dimension {d}. Expected size "
                     f"{ref._data.shape[k]} but got size {t._data.shape[k]} for tensor number "
                     f"{i} in the list.")
-    kept = _promoted([t for _, t in kept])
-    return CatBackward0.apply(*kept, params=(d,))
+    result = CatBackward0.apply(*_promoted(tensors), params=(d,))
+    if out is None:
+        return result
+    from .inplace import write_out
+    return write_out(out, result)
 
 
 @register(method=False)
