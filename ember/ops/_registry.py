@@ -17,15 +17,12 @@ op with those arguments. ``bind`` installs the Tensor forms once all op modules 
 from __future__ import annotations
 
 import functools
-import inspect
 from collections.abc import Callable
-from dataclasses import dataclass
 
 # torch's argument parser accepts these NumPy spellings for every op that has the argument
 KEYWORD_ALIASES = {"axis": "dim", "keepdims": "keepdim"}
 
 
-@dataclass(frozen=True)
 class OpInfo:
     """What one registration declares (see the module docstring).
 
@@ -39,13 +36,16 @@ class OpInfo:
                in place
     """
 
-    name: str
-    fn: Callable
-    method: bool | Callable = True
-    inplace: bool | Callable = False
-    aliases: tuple = ()
-    operators: tuple = ()
-    export: bool = True
+    __slots__ = ("aliases", "export", "fn", "inplace", "method", "name", "operators")
+
+    def __init__(self, name: str, fn: Callable, method: bool | Callable = True,
+                 inplace: bool | Callable = False, aliases: tuple = (), operators: tuple = (),
+                 export: bool = True) -> None:
+        self.name, self.fn, self.method, self.inplace = name, fn, method, inplace
+        self.aliases, self.operators, self.export = aliases, operators, export
+
+    def __repr__(self) -> str:
+        return f"OpInfo({self.name!r}, {self.fn.__module__}.{self.fn.__qualname__})"
 
     @property
     def public(self) -> Callable:
@@ -78,10 +78,8 @@ def _with_keyword_aliases(fn: Callable) -> Callable:
     cached = _ALIASED.get(fn)
     if cached is not None:
         return cached
-    try:
-        params = inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        params = {}
+    code = getattr(fn, "__code__", None)  # (inspect.signature costs ms over all ops at import)
+    params = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount] if code else ()
     renames = {a: p for a, p in KEYWORD_ALIASES.items() if p in params and a not in params}
     if not renames:
         _ALIASED[fn] = fn
