@@ -114,9 +114,9 @@ def record_outputs(node: Op, inputs, outs) -> tuple:
 
 # NOTE: the unary and binary forms below inline ``link``/``save``/``emit`` of
 # ``autograd/record.py`` for the one-output case: recording is the per-op cost that dominates
-# small tensors, and inlining it measured ~0.5 µs/op faster of ~4.2 µs/op forward+backward
-# (benchmarks/overhead.py). They must stay equivalent to ``record_op``; the op table's
-# tests run every op through them.
+# small tensors. Going through ``record_op`` instead measured ~0.25 µs/op slower (2.10 vs 1.86
+# µs/op forward, 3.62 vs 3.33 forward+backward, benchmarks/overhead.py's chain). They must stay
+# equivalent to ``record_op``; the op table runs every op through them.
 
 
 def apply1(cls, x: Tensor, *params) -> Tensor:
