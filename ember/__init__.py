@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import warnings as _warnings
 
 from . import (
@@ -92,18 +93,17 @@ def can_cast(from_, to) -> bool:
 def show_config() -> str:
     """Print and return ember's version, Python, NumPy and its BLAS/LAPACK, the devices and the
     optional packages installed (``torch.__config__.show()``'s role). Paste it into bug reports."""
-    from ._config import show_config as _show_config
+    from ._config import show_config as _show_config  # lazy: platform probing, rarely used
     return _show_config()
 
 
 def set_printoptions(*args, **kwargs) -> None:
-    from ._tensor_str import set_printoptions as _set
+    from ._tensor_str import set_printoptions as _set  # lazy: printing loads on first use
     _set(*args, **kwargs)
 
 
 def __getattr__(name: str):
     # rarely used submodules load on first use, keeping ``import ember`` fast
-    import importlib
     if name in ("nn", "optim", "utils", "testing", "linalg", "viz"):
         return importlib.import_module("." + name, __name__)
     if name in ("save", "load", "save_safetensors", "load_safetensors", "serialization"):

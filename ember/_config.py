@@ -6,6 +6,13 @@ distributions' metadata, never imported, so the report is fast and has no side e
 
 from __future__ import annotations
 
+import platform
+import shutil
+import sys
+
+from . import __version__, cuda
+from ._backend import host
+
 # (what the user imports, its distribution on PyPI, what ember uses it for)
 _OPTIONAL = (
     ("torch", "torch", "tests: the oracle ember is checked against"),
@@ -47,12 +54,7 @@ def _blas_lines(numpy) -> list[str]:
 def show_config() -> str:
     """Print and return ember's version, Python, NumPy with its BLAS/LAPACK, the devices and
     the optional packages installed. Paste it into bug reports."""
-    import platform
-    import shutil
-    import sys
 
-    from . import __version__, cuda
-    from ._backend import host
 
     impl = platform.python_implementation()
     lines = [f"ember {__version__}",

@@ -113,11 +113,10 @@ def _refresh_view(t: Tensor) -> None:
             break
     if fn is base_fn:
         return
-    from .ops.shape import replay_view
     prev = _grad_state.grad_enabled
     _grad_state.grad_enabled = True
     try:
-        fresh = replay_view(t._base, chain)
+        fresh = t._base._replay_view(chain)  # bound from ops/shape.py by the op registry
     finally:
         _grad_state.grad_enabled = prev
     t._grad_fn = fresh._grad_fn
@@ -445,7 +444,7 @@ class Tensor:
             node = acc()
             if node is not None:
                 return node
-        from .autograd.graph import AccumulateGrad  # graph builds on Tensor: imported late
+        from .autograd.graph import AccumulateGrad  # cycle: graph builds on Tensor
         node = AccumulateGrad(self)
         self._acc = weakref.ref(node)
         return node
@@ -544,7 +543,7 @@ class Tensor:
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Accumulate d(self)/d(leaf) into each leaf's ``.grad`` (``torch.Tensor.backward``)."""
-        from .autograd import backward as _backward
+        from .autograd.api import backward as _backward  # cycle: autograd builds on Tensor
         _backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     # ------------------------------------------------------------------ conversions
@@ -621,7 +620,7 @@ class Tensor:
         return id(self)
 
     def __repr__(self) -> str:
-        from ._tensor_str import tensor_repr
+        from ._tensor_str import tensor_repr  # lazy: printing loads on first use
         return tensor_repr(self)
 
     def __format__(self, spec: str) -> str:
@@ -649,37 +648,7 @@ class Tensor:
         return t
 
     # ------------------------------------------------------------------ dtype / device moves
-    def to(self, *args, **kwargs) -> Tensor:
-        """``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other)``; self if unchanged."""
-        dtype = kwargs.pop("dtype", None)
-        dev = kwargs.pop("device", None)
-        copy = kwargs.pop("copy", False)
-        kwargs.pop("non_blocking", None)
-        kwargs.pop("memory_format", None)
-        if kwargs:
-            raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
-        for a in args:
-            if isinstance(a, Tensor):
-                dtype, dev = a.dtype, a.device
-            elif isinstance(a, (_dt.dtype, type)) or (isinstance(a, str) and a in _dt.ALIASES):
-                dtype = a
-            elif isinstance(a, (str, device)):
-                dev = a
-            elif isinstance(a, bool):
-                continue
-            else:
-                raise TypeError(f"to() received an invalid combination of arguments: {args}")
-        dtype = None if dtype is None else _dt.to_dtype(dtype)
-        if dev is not None and to_device(dev) != device_of(self._data):
-            from .ops.creation import to_device_copy
-            return to_device_copy(self, to_device(dev), dtype)
-        if dtype is None or dtype.np == self._data.dtype:
-            return self.clone() if copy else self
-        return self._cast(dtype)
-
-    def _cast(self, dtype: _dt.dtype) -> Tensor:
-        from .ops.unary import to_dtype
-        return to_dtype(self, dtype)
+    # ``to`` is bound from ops/unary.py by the op registry (a copy or cast is an op)
 
     def cpu(self, memory_format=None) -> Tensor:
         """A copy on the host (self if already there), differentiable (``ToCopyBackward0``)."""

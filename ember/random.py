@@ -7,7 +7,10 @@ for every device: draws are copied to a device tensor's backend (the same number
 
 from __future__ import annotations
 
+import pickle
+
 from ._backend import host
+from ._tensor import _make
 
 DEFAULT_SEED = 67280421310721  # torch's default seed
 
@@ -42,14 +45,11 @@ class Generator:
         return self._seed
 
     def get_state(self):
-        import pickle
 
-        from ._tensor import _make
         raw = pickle.dumps((self._seed, self._rng.bit_generator.state))
         return _make(host.frombuffer(raw, dtype=host.uint8).copy())  # a CPU tensor, as torch
 
     def set_state(self, state) -> Generator:
-        import pickle
 
         self._seed, bg_state = pickle.loads(state.cpu().numpy().tobytes())
         self._bits = host.random.Generator(host.random.PCG64())

@@ -394,7 +394,7 @@ def _rebuild_tensor(storage, storage_offset, size, stride) -> Tensor:
 
 
 def _rebuild_parameter(data, requires_grad, backward_hooks=None):
-    from .nn.parameter import Parameter
+    from .nn.parameter import Parameter  # lazy: save/load need not import all of ember.nn
     if not isinstance(data, Tensor):
         raise _corrupt(f"a Parameter's data must be a "
                            f"tensor, but got {type(data).__name__}")
@@ -843,7 +843,7 @@ def _load_from(fh: BinaryIO, locations: _Locations, allowed: dict, name) -> Any:
 # ====================================================================== safetensors
 def _safetensors_numpy():
     try:
-        import safetensors.numpy as st
+        import safetensors.numpy as st  # lazy: optional dependency
     except ImportError:
         raise ImportError("ember.save_safetensors / ember.load_safetensors need the optional "
                           "'safetensors' package: pip install safetensors") from None

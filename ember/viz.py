@@ -10,11 +10,17 @@ DOT text.
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import subprocess
 import sys
 import sysconfig
+
+import ember
+
+from ._tensor import Tensor
+from .autograd.graph import AccumulateGrad, Node
 
 __all__ = ["Digraph", "RendererNotFoundError", "make_dot", "print_graph", "summary"]
 
@@ -163,7 +169,6 @@ def _shape_str(shape) -> str:
 
 def _saved_entries(node):
     """``(label, key, array)`` for each tensor a node keeps for backward."""
-    from ._tensor import Tensor
     saved = getattr(node, "_saved", None) or ()
     for i, entry in enumerate(saved):
         if isinstance(entry, Tensor):
@@ -193,8 +198,6 @@ def make_dot(output, params: dict | None = None, show_saved: bool = False) -> Di
     in forward order as torchviz's do. Node ids are assigned in walk order, so the same graph
     gives the same text. The walk is iterative: any depth works.
     """
-    from ._tensor import Tensor
-    from .autograd.graph import AccumulateGrad, Node
 
     if params is not None:
         if not isinstance(params, dict):
@@ -283,7 +286,6 @@ _DOUBLE_RULE = "=" * 64
 
 def _tensors_in(value) -> list:
     """The tensors in a module's output, nested tuples/lists/dicts flattened in order."""
-    from ._tensor import Tensor
     found, stack = [], [value]
     while stack:
         item = stack.pop()
@@ -307,9 +309,7 @@ def summary(model, input_size, batch_size: int = -1, dtypes=None) -> str:
     Unlike torchsummary, every parameter is counted (not only ``weight`` and ``bias``),
     shared parameters once, and sizes use each tensor's real element size.
     """
-    import math
 
-    import ember
     if isinstance(input_size, tuple) or (isinstance(input_size, list) and input_size
                                          and isinstance(input_size[0], int)):
         input_size = [tuple(input_size)]
@@ -379,8 +379,6 @@ def print_graph(output, file=None, params: dict | None = None) -> None:
     from ``params`` (``dict(model.named_parameters())``) and its shape; a node reached again
     is marked ``[#k]`` where first drawn and referenced as ``[#k] (shown above)`` afterwards.
     Iterative, so any depth works: every 32 levels the indentation wraps to the left margin."""
-    from ._tensor import Tensor
-    from .autograd.graph import AccumulateGrad, Node
 
     names = {id(v): k for k, v in (params or {}).items()}
     roots = []

@@ -82,7 +82,7 @@ def module_for_device(dev: device):
     """The array module that creates arrays on ``dev`` (a resolved device, see ``to_device``)."""
     if dev.type == "cpu":
         return numpy
-    from . import strict  # loaded on first use: ``import ember`` does not pay for it
+    from . import strict  # lazy: ``import ember`` does not pay for the strict backend
     return strict.module
 
 

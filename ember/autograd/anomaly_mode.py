@@ -7,6 +7,7 @@ the forward stack is shown.
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 
@@ -19,7 +20,7 @@ class AnomalyMode:
 
 def capture_trace(skip: int = 3) -> list[str]:
     """The current stack, less its ``skip`` innermost frames (ember's own recording code)."""
-    import traceback
+    import traceback  # lazy: only anomaly mode captures stacks
     return traceback.format_stack()[:-skip]
 
 
@@ -49,7 +50,6 @@ class detect_anomaly:
         AnomalyMode.enabled, AnomalyMode.check_nan = self.prev
 
     def __call__(self, func):
-        import functools
 
         @functools.wraps(func)
         def wrapper(*args, **kwargs):

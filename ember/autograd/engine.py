@@ -23,8 +23,16 @@ from .._backend import from_numpy_dtype, generic, host, is_array, ndarray
 from .._tensor import Tensor
 from .anomaly_mode import AnomalyMode, report_forward_trace
 from .grad_mode import state as _grad_state
-from .graph import AccumulateGrad, Node, accumulate_leaf, run_leaf_hooks, run_post_hooks, \
-    run_pre_hooks, unwrap, wrap
+from .graph import (
+    AccumulateGrad,
+    Node,
+    accumulate_leaf,
+    run_leaf_hooks,
+    run_post_hooks,
+    run_pre_hooks,
+    unwrap,
+    wrap,
+)
 
 
 def sum_to(grad, shape: tuple):

@@ -183,7 +183,7 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
                 o = outputs[i] = alias
             diff = recording and id(o) not in non_diff and o._data.dtype.kind == "f"
             if diff and id(o) in dirty and o._base is not None and o._view is not None:
-                from ..ops.inplace import rebase_view  # a view changed in place
+                from ..ops.inplace import rebase_view  # cycle: ops builds on autograd
                 rebase_view(o, node, i)
                 diff = None  # linked by rebase_view
             differentiable.append(diff)

@@ -10,6 +10,7 @@ from .._backend import xp_of
 from .._tensor import Tensor, _make
 from ..ops.creation import zeros
 from ..ops.shape import stack
+from .api import grad
 from .grad_mode import enable_grad
 
 
@@ -26,7 +27,6 @@ def _prepare(inputs: tuple, create_graph: bool) -> tuple:
 
 
 def _grad(outputs, inputs, grad_outputs, create_graph: bool) -> tuple:
-    from . import grad
     outs = [o for o in outputs if o.requires_grad]
     gos = [g for o, g in zip(outputs, grad_outputs) if o.requires_grad]
     if not outs:
@@ -84,7 +84,6 @@ def jvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
         dummies = tuple(_zeros_of(o).requires_grad_()
                         for o in outs)
         g = _fill_none(_grad(outs, ins, dummies, True), ins)
-        from . import grad
         pairs = [(gi, vi) for gi, vi in zip(g, vs) if gi.requires_grad]
         if pairs:
             jv = grad([p[0] for p in pairs], dummies, [p[1] for p in pairs],
@@ -150,7 +149,6 @@ def vhp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
                                "single element.")
         g = _fill_none(_grad((out,), ins, (_ones_of(out),), True), ins)
         pairs = [(gi, vi) for gi, vi in zip(g, vs) if gi.requires_grad]
-        from . import grad
         res = grad([p[0] for p in pairs], ins, [p[1] for p in pairs], create_graph=create_graph,
                    allow_unused=True) if pairs else (None,) * len(ins)
         res = _fill_none(res, ins)

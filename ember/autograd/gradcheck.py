@@ -11,6 +11,7 @@ import warnings
 
 from .._backend import host, to_host, xp_of
 from .._tensor import Tensor, _make
+from .api import grad as autograd_grad
 
 
 class GradcheckError(RuntimeError):
@@ -62,7 +63,6 @@ def _numerical_jacobians(func, inputs, eps: float) -> list:
 
 
 def _analytical_jacobians(func, inputs, nondet_tol: float = 0.0):
-    from . import grad as autograd_grad
     diff = _diff_inputs(inputs)
     outs = _outputs(func, inputs)
     jacs = [[host.zeros((t.numel(), o.numel())) for o in outs] for _, t in diff]
@@ -114,7 +114,7 @@ def gradcheck(func, inputs, *, eps: float = 1e-6, atol: float = 1e-5, rtol: floa
 
 
 def _fmt(m) -> str:
-    from .._tensor_str import tensor_repr
+    from .._tensor_str import tensor_repr  # lazy: printing loads on first use
     return tensor_repr(_make(m))
 
 
@@ -126,7 +126,6 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps: float = 1e-6, atol: f
                   check_rev_over_rev: bool = True, fast_mode: bool = False,
                   masked: bool = False) -> bool:
     """``torch.autograd.gradgradcheck``: gradcheck of the first derivative (second order)."""
-    from . import grad as autograd_grad
     inputs = _as_tuple(inputs)
     outs = _outputs(func, inputs)
     if grad_outputs is None:

@@ -11,8 +11,11 @@ import math
 import warnings
 
 from .._backend import host, xp_of
-from .._tensor import Tensor
+from .._tensor import Tensor, _make
 from ..autograd.grad_mode import no_grad
+from ..linalg import qr
+from ..ops.creation import eye as _eye
+from ..random import rng
 
 __all__ = [
     "calculate_gain",
@@ -123,9 +126,8 @@ def eye_(tensor: Tensor) -> Tensor:
     """Fill a 2-D tensor with the identity matrix (ones on the main diagonal)."""
     if tensor.dim() != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
-    from ..ops.creation import eye
     with no_grad():
-        tensor.copy_(eye(*tensor.shape, dtype=tensor.dtype))
+        tensor.copy_(_eye(*tensor.shape, dtype=tensor.dtype))
     return tensor
 
 
@@ -191,7 +193,6 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
                   b: float = 2.0, generator=None) -> Tensor:
     """N(mean, std^2) truncated to [a, b]: values outside are redrawn (torch 2.13's method:
     normal rejection when [a, b] holds > 30% of the mass, else uniform-proposal rejection)."""
-    from ..random import rng
     if (mean < a - 2 * std) or (mean > b + 2 * std):
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The "
                       "distribution of values may be incorrect.", stacklevel=2)
@@ -224,7 +225,6 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
             out.reshape(-1)[idx] = cand[accept]
             pending.reshape(-1)[idx] = False
         out = host.clip(out.astype(dt), lo, hi)
-    from .._tensor import _make
     with no_grad():
         tensor.copy_(_make(xp_of(tensor._data).asarray(out)))  # drawn on the host
     return tensor
@@ -237,7 +237,6 @@ def orthogonal_(tensor: Tensor, gain: float = 1, generator=None) -> Tensor:
         raise ValueError("Only tensors with 2 or more dimensions are supported")
     if tensor.numel() == 0:
         return tensor
-    from ..linalg import qr
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
     with no_grad():
@@ -256,7 +255,6 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) 
     """N(0, std^2) with ``ceil(sparsity * rows)`` zeros at random rows of each column."""
     if tensor.dim() != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
-    from ..random import rng
     rows, cols = tensor.shape
     num_zeros = math.ceil(sparsity * rows)
     with no_grad():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .._tensor import Tensor, _make, _rewrap
+from ..ops.creation import empty
 
 
 class Parameter(Tensor):
@@ -12,7 +13,6 @@ class Parameter(Tensor):
 
     def __new__(cls, data: Tensor | None = None, requires_grad: bool = True):
         if data is None:
-            from ..ops.creation import empty
             data = empty(0)
         if not isinstance(data, Tensor):
             raise TypeError(f"Parameter expects a Tensor as data, but got "

@@ -18,11 +18,11 @@ The engine reduces broadcast gradients to each input's shape and dtype, so rules
 from __future__ import annotations
 
 from .._backend import dtypes as _dt
-from .._backend import generic, host, is_array, ndarray, xp_of
+from .._backend import from_numpy_dtype, generic, host, is_array, ndarray, xp_of
 from .._tensor import Tensor, _make, _refresh_view
 from ..autograd.anomaly_mode import AnomalyMode, capture_trace
 from ..autograd.grad_mode import state as _grad_state
-from ..autograd.graph import INFERENCE_SAVE_ERROR, Node, next_sequence_nr
+from ..autograd.graph import INFERENCE_SAVE_ERROR, Node, _op_name, next_sequence_nr
 from ..autograd.record import NO_EDGE, device_mismatch, link, needs_recording, record, save
 
 _new = object.__new__
@@ -369,3 +369,35 @@ def wrap_scalar(value, like: Tensor | None = None) -> Tensor:
 
 def dtype_of(arr) -> _dt.dtype:
     return _FROM_NP[arr.dtype]
+
+
+# --------------------------------------------------------------------------- out=
+
+def _check_cast(self: Tensor, result, name: str) -> None:
+    src, dst = result.dtype, self._data.dtype
+    if src == dst:
+        return
+    if (src.kind == "f" and dst.kind in "iub") or (src.kind in "iu" and dst.kind == "b"):
+        raise RuntimeError(f"result type {from_numpy_dtype(src)._legacy[:-6]} can't be cast "
+                           f"to the desired output type {from_numpy_dtype(dst)._legacy[:-6]}")
+
+
+def write_out(out: Tensor, result: Tensor, name: str | None = None) -> Tensor:
+    """Implement ``out=``: resize ``out`` if its shape differs, then copy into it.
+
+    As in torch, this refuses (in grad mode) when any argument, ``out`` included, requires grad.
+    ``name`` is the op's name for the message (by default, taken from the result's node).
+    """
+    if _grad_state.grad_enabled and (result._requires_grad or out._requires_grad):
+        node = result._grad_fn
+        if name is None and node is not None:
+            name = _op_name(node).lower()
+        raise RuntimeError(f"{name + '(): ' if name else ''}functions with out=... arguments "
+                           "don't support automatic differentiation, but one of the arguments "
+                           "requires grad.")
+    if out._data.shape != result._data.shape:
+        out._data = xp_of(out._data).empty(result._data.shape, dtype=out._data.dtype)
+    _check_cast(out, result._data, "out")
+    xp_of(out._data).copyto(out._data, result._data, casting="unsafe")
+    out._vc[0] += 1
+    return out

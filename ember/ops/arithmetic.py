@@ -24,6 +24,7 @@ from ._op import (
     broadcast_error,
     promote,
     raw_operand,
+    write_out,
 )
 from ._registry import register
 from .inplace import inplace as _inplace
@@ -97,7 +98,6 @@ def _maybe_out(result: Tensor, out: Tensor | None) -> Tensor:
     """Support ``out=``: write into ``out`` (resizing it as torch does), return it."""
     if out is None:
         return result
-    from .inplace import write_out
     return write_out(out, result)
 
 

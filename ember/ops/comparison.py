@@ -270,8 +270,7 @@ def _where_method(self: Tensor, condition, y) -> Tensor:
 def where(condition, input=None, other=None) -> Tensor:
     """``torch.where(condition, input, other)``; scalars are allowed for input and other."""
     if input is None and other is None:
-        from .indexing import nonzero
-        return nonzero(condition, as_tuple=True)
+        return condition.nonzero(as_tuple=True)  # a Tensor method: indexing builds on this
     xp = _xp_of_tensors(condition, input, other)
     cond = condition._data if isinstance(condition, Tensor) else xp.asarray(condition)
     if cond.dtype != host.bool_:

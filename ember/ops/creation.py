@@ -9,6 +9,7 @@ uses its input's. Values computed on the host (data, ranges, random draws) are c
 from __future__ import annotations
 
 import math
+import warnings
 
 from .._backend import device_of, host, is_array, module_for_device, ndarray, to_device_array
 from .._backend import dtypes as _dt
@@ -56,7 +57,6 @@ def tensor(data, *, dtype=None, device=None, requires_grad: bool = False,
            pin_memory: bool = False) -> Tensor:
     """``torch.tensor``: copy ``data`` (Python floats become float32, ints int64)."""
     if isinstance(data, Tensor):
-        import warnings
         warnings.warn("To copy construct from a tensor, it is recommended to use "
                       "sourceTensor.detach().clone() or "
                       "sourceTensor.detach().clone().requires_grad_(True), rather than "

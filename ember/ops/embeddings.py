@@ -10,6 +10,8 @@ from .._backend import host, ndarray, to_host, xp_of
 from .._tensor import Tensor, _make
 from ._op import Op, apply1
 from ._registry import register
+from .creation import full, zeros
+from .shape import cat
 
 __all__ = ["embedding", "embedding_bag", "one_hot"]
 
@@ -151,8 +153,6 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
     ``F.embedding`` does (torch 2.13's CPU embedding_bag miscounts there); with
     ``include_last_offset`` the last offset should be ``len(input)``, as torch documents.
     """
-    from . import cat
-    from .creation import full, zeros
     if weight.dtype == _dt.int64 and input.is_floating_point():
         warnings.warn("Argument order of nn.functional.embedding_bag was changed. Usage "
                       "`embedding_bag(weight, input, ...)` is deprecated, and should now be "

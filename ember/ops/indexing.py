@@ -21,10 +21,13 @@ from __future__ import annotations
 import math
 import warnings
 
-from .._backend import host, is_array, ndarray, xp_of
-from .._tensor import Tensor, _make, _wrap_dim
-from ._op import Op, apply1, broadcast_error
+from .._backend import from_numpy_dtype, host, is_array, ndarray, xp_of
+from .._tensor import _CPP_NAMES, Tensor, _make, _wrap_dim
+from ._op import Op, apply1, broadcast_error, write_out
 from ._registry import register
+from .arithmetic import _raise_not_broadcastable
+from .comparison import where
+from .inplace import copy_, inplace
 from .shape import _BASIC_NODES, unbind, view_op
 
 _BASIC = (int, slice, type(None), type(Ellipsis))
@@ -224,7 +227,6 @@ def getitem(input: Tensor, key) -> Tensor:
 @register(method=False, export=False, operators=("__setitem__",))
 def setitem(input: Tensor, key, value) -> None:
     """``Tensor.__setitem__``: an in-place copy into a view (basic key) or an index_put."""
-    from .inplace import copy_, inplace
     key = normalize_key(key)
     if not isinstance(value, Tensor):
         value = value if isinstance(value, (int, float, bool)) else _make(
@@ -278,7 +280,6 @@ class MaskedFillBackward1(Op):
         return xp_of(a).where(mask, value.astype(a.dtype), a)
 
     def backward(self, grad):
-        from .comparison import where
         mask = _make(self.mask)
         return (apply1(MaskedFillBackward0, grad, self.mask, 0) if self.needs_grad(0) else None,
                 where(mask, grad, 0.0).sum() if self.needs_grad(1) else None)
@@ -288,7 +289,6 @@ class MaskedFillBackward1(Op):
 def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
     """``torch.masked_fill``: value where mask is True."""
     if not isinstance(mask, Tensor) or mask._data.dtype != host.bool_:
-        from .._tensor import _CPP_NAMES
         name = _CPP_NAMES[mask.dtype.name] if isinstance(mask, Tensor) else type(mask).__name__
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
                            f"{name}")
@@ -300,7 +300,6 @@ def masked_fill(input: Tensor, mask: Tensor, value) -> Tensor:
             return MaskedFillBackward1.apply(input, value, params=(mask._data,))
         return apply1(MaskedFillBackward0, input, mask._data, value)
     except ValueError:
-        from .arithmetic import _raise_not_broadcastable
         _raise_not_broadcastable(mask, input)
 
 
@@ -355,7 +354,6 @@ def _dim_key(index, dim: int) -> tuple:
 
 
 def _scalar_name(arr) -> str:
-    from .._backend import from_numpy_dtype
     return from_numpy_dtype(arr.dtype)._legacy[:-6]
 
 
@@ -428,7 +426,7 @@ class ScatterBackward0(Op):
 
     __slots__ = ("key",)
 
-    def forward(self, a, src, key, src_part):
+    def forward(self, a, src, key, src_part=...):
         self.key = key
         out = _nd(a).copy()
         out[key] = _nd(src)[src_part]
@@ -569,7 +567,6 @@ class ScatterReduceBackward0(Op):
             xp.add.at(zeros_at, key, src_zero._data.astype(zeros_at.dtype))
             single_zero = src_zero & _make(zeros_at[key] == 1)
             masked_src_result = self._rereduce(x, s.masked_fill(single_zero, 1))
-            from .comparison import where
             g_src = where(single_zero, _select_at(g * masked_src_result, key),
                           _select_at(g * result, key) / s.masked_fill(src_zero, 1))
         else:  # amax / amin: ties share the gradient evenly
@@ -645,8 +642,6 @@ def _write_out(out, result, name: str | None = None):
     wording of index_select/masked_select)."""
     if out is None:
         return result
-    from .._tensor import _CPP_NAMES
-    from .inplace import write_out
     have, want = out._data.dtype, result._data.dtype
     if have != want:
         if name:
@@ -753,36 +748,16 @@ class IndexAddBackward0(Op):
         return grad, g_src if self.alpha == 1 else g_src * self.alpha
 
 
-class IndexCopyBackward0(Op):
+class IndexCopyBackward0(ScatterBackward0):
     """index_copy(input, dim, index, source): source's slices replace input's along dim."""
 
-    __slots__ = ("key",)
-
-    def forward(self, a, src, key):
-        self.key = key
-        out = _nd(a).copy()
-        out[key] = _nd(src)
-        return out.reshape(a.shape)
-
-    def backward(self, grad):
-        g = _ndt(grad)
-        return (_zero_at(g, self.key) if self.needs_grad(0) else None,
-                _select_at(g, self.key) if self.needs_grad(1) else None)
+    __slots__ = ()
 
 
-class IndexFillBackward0(Op):
+class IndexFillBackward0(ScatterBackward1):
     """index_fill(input, dim, index, value: number)."""
 
-    __slots__ = ("key",)
-
-    def forward(self, a, key, value):
-        self.key = key
-        out = _nd(a).copy()
-        out[key] = value
-        return out.reshape(a.shape)
-
-    def backward(self, grad):
-        return _zero_at(_ndt(grad), self.key)
+    __slots__ = ()
 
 
 class IndexFillBackward1(Op):

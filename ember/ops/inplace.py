@@ -13,7 +13,7 @@ from .._backend import host, xp_of
 from .._tensor import Tensor, _make, _refresh_view
 from ..autograd.grad_mode import state as _grad_state
 from ..autograd.graph import next_sequence_nr
-from ._op import Op
+from ._op import Op, _check_cast
 from ._registry import register
 from .shape import replay_view, replay_view_array
 
@@ -54,16 +54,6 @@ def _snapshot(self: Tensor) -> Tensor:
     s._requires_grad = self._requires_grad
     s._acc = self._acc
     return s
-
-
-def _check_cast(self: Tensor, result, name: str) -> None:
-    src, dst = result.dtype, self._data.dtype
-    if src == dst:
-        return
-    if (src.kind == "f" and dst.kind in "iub") or (src.kind in "iu" and dst.kind == "b"):
-        from .._backend import from_numpy_dtype
-        raise RuntimeError(f"result type {from_numpy_dtype(src)._legacy[:-6]} can't be cast "
-                           f"to the desired output type {from_numpy_dtype(dst)._legacy[:-6]}")
 
 
 def _write(self: Tensor, result, name: str) -> None:
@@ -207,7 +197,7 @@ class CopySlices(Op):
         if first is None:
             first = 0.0
         elif first._data.shape != meta[0] or first._data.dtype != meta[1]:
-            from ..autograd.engine import _validate
+            from ..autograd.engine import _validate  # lazy: the engine loads on first backward
             first = _validate(fn, 0, first, meta, False)
         return (AsStridedScatterBackward0.apply(grad, first, params=(chain,)),) + res[1:]
 
@@ -310,25 +300,3 @@ def fill_(self: Tensor, value) -> Tensor:
 def zero_(self: Tensor) -> Tensor:
     """``Tensor.zero_``: set every element to zero."""
     return inplace(self, lambda t: ZeroBackward0.apply(t))
-
-
-def write_out(out: Tensor, result: Tensor, name: str | None = None) -> Tensor:
-    """Implement ``out=``: resize ``out`` if its shape differs, then copy into it.
-
-    As in torch, this refuses (in grad mode) when any argument, ``out`` included, requires grad.
-    ``name`` is the op's name for the message (by default, taken from the result's node).
-    """
-    if _grad_state.grad_enabled and (result._requires_grad or out._requires_grad):
-        node = result._grad_fn
-        if name is None and node is not None:
-            from ..autograd.graph import _op_name
-            name = _op_name(node).lower()
-        raise RuntimeError(f"{name + '(): ' if name else ''}functions with out=... arguments "
-                           "don't support automatic differentiation, but one of the arguments "
-                           "requires grad.")
-    if out._data.shape != result._data.shape:
-        out._data = xp_of(out._data).empty(result._data.shape, dtype=out._data.dtype)
-    _check_cast(out, result._data, "out")
-    xp_of(out._data).copyto(out._data, result._data, casting="unsafe")
-    out._vc[0] += 1
-    return out

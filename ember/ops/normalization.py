@@ -12,6 +12,7 @@ from .._backend import xp_of
 from .._tensor import Size, Tensor, _make
 from ._op import Op
 from ._registry import register
+from .arithmetic import scalar_name
 
 __all__ = ["batch_norm", "group_norm", "layer_norm"]
 
@@ -22,7 +23,6 @@ def _shape_str(shape) -> str:
 
 def _float_only(x: Tensor, kernel: str) -> None:
     if x._data.dtype.kind != "f":
-        from .arithmetic import scalar_name
         raise NotImplementedError(f'"{kernel}" not implemented for \'{scalar_name(x.dtype)}\'')
 
 

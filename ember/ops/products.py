@@ -7,18 +7,17 @@ from __future__ import annotations
 import warnings
 from collections import namedtuple
 
-from .._backend import host, xp_of
+from .._backend import dtypes as _dt
+from .._backend import from_numpy_dtype, host, xp_of
 from .._tensor import _CPP_NAMES, Tensor, _make, _wrap_dim
 from ._op import BinaryOp, Op
 from ._registry import register
 from .arithmetic import scalar_name
 
-
 # --------------------------------------------------------------------------- matmul and BLAS
 
 def _dtype_check(a: Tensor, b: Tensor, op: str) -> None:
     if a._data.dtype != b._data.dtype:
-        from .._backend import from_numpy_dtype
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
                            f"{from_numpy_dtype(a._data.dtype).name} != "
                            f"{from_numpy_dtype(b._data.dtype).name}")
@@ -467,7 +466,6 @@ def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta=1, alpha=1) -> Tenso
 
 
 def _promote_all(*ts: Tensor) -> list:
-    from .._backend import dtypes as _dt
     rt = ts[0].dtype
     for t in ts[1:]:
         rt = _dt.promote_types(rt, t.dtype)
@@ -896,7 +894,7 @@ def chain_matmul(*matrices) -> Tensor:
 # --------------------------------------------------------------------------- linalg aliases
 
 def _linalg():
-    from .. import linalg
+    from .. import linalg  # lazy + cycle: ember.linalg builds on this module, loads on first use
     return linalg
 
 

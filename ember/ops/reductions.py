@@ -19,6 +19,10 @@ from .._tensor import Tensor, _make, _wrap_dim
 from ._op import Op, apply1, record_outputs
 from ._registry import register
 from .arithmetic import scalar_name
+from .comparison import maximum, minimum
+from .indexing import _scatter_into
+from .scans import _flip, cumprod
+from .shape import cat
 
 max_result = namedtuple("max", ["values", "indices"])
 
@@ -245,7 +249,6 @@ class MaxBackward0(Op):
         return vals if keepdim or not a.ndim else vals.squeeze(dim)
 
     def backward(self, grad):
-        from .indexing import _scatter_into
         g = grad if self.keepdim or not len(self.shape) else grad.unsqueeze(self.dim)
         return _scatter_into(g, self.shape, self.dim, self.idx)
 
@@ -354,7 +357,6 @@ def _extreme(input: Tensor, dim, keepdim, other, fn: str, argfn: str, full_cls, 
     if isinstance(dim, Tensor) and other is None:
         other, dim = dim, None
     if other is not None:
-        from .comparison import maximum, minimum
         return (maximum if name == "max" else minimum)(input, other)
     if dim is None:
         return apply1(full_cls, input, fn)
@@ -503,8 +505,6 @@ class ProdBackward1(Op):
 def _prod_of_others(x: Tensor, dim: int) -> Tensor:
     """``prod(x without x_i)`` along ``dim`` for each i, as exclusive cumulative products from
     both ends (torch's ``prod_safe_zeros_backward``): exact with zeros, and differentiable."""
-    from .scans import _flip, cumprod
-    from .shape import cat
     n = x.shape[dim]
     d = x._data
     ones = _make(xp_of(d).ones(d.shape[:dim] + (1,) + d.shape[dim + 1:], dtype=d.dtype))

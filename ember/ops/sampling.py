@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from .._backend import dtypes as _dt
 from .._backend import host, xp_of
-from .._tensor import Tensor, _make
+from .._tensor import _CPP_NAMES, Tensor, _make
 from ..random import rng
-from ._op import Op, apply1, broadcast_error
+from ._op import Op, apply1, broadcast_error, write_out
 from ._registry import register
+from .creation import _finish, _float_dtype, _size
 from .inplace import inplace
+from .shape import expand
 
 __all__ = ["bernoulli", "multinomial", "normal"]
 
@@ -136,7 +138,6 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
         if size is None:
             got = ", ".join(type(a).__name__ for a in (mean, std))
             raise TypeError(_NORMAL_SIGNATURES.format(got=got))
-        from .creation import _finish, _float_dtype, _size
         shape = _size((size,), "normal")
         dt = host.dtype(_float_dtype(dtype))
         if dt.kind != "f":
@@ -145,7 +146,6 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
         data = (mean + std * _draw("normal", gen, shape, dt)).astype(dt, copy=False)
         result = _finish(data, requires_grad, device)
     if out is not None:
-        from .inplace import write_out
         return write_out(out, result, "normal")
     return result
 
@@ -204,7 +204,6 @@ def bernoulli(input: Tensor, p=None, *, generator=None, out=None) -> Tensor:
         _check_p_tensor(input)
         result = apply1(BernoulliBackward0, input, gen)
     if out is not None:
-        from .inplace import write_out
         return write_out(out, result, "bernoulli")
     return result
 
@@ -258,7 +257,6 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, g
         idx = xp.argsort(keys, axis=-1, kind="stable")[:, :num_samples]
     result = _make(idx.astype(host.int64).reshape(w.shape[:-1] + (num_samples,)))
     if out is not None:
-        from .inplace import write_out
         return write_out(out, result, "multinomial")
     return result
 
@@ -345,7 +343,6 @@ def bernoulli_(self: Tensor, p=0.5, *, generator=None) -> Tensor:
     broadcasts to self), else 0."""
     gen = rng(generator)
     if isinstance(p, Tensor):
-        from .shape import expand
         _check_p_tensor(p)
         expand(p.detach(), self._data.shape)  # torch's error where p doesn't broadcast
         return inplace(self, lambda t, q: BernoulliBackward1.apply(t, q, params=(gen,)), p)
@@ -392,7 +389,6 @@ def random_(self: Tensor, from_=None, to=_OMITTED, *, generator=None, **kwargs) 
                            f"to={high + 1}")
     if dt.kind in "iu":
         info = host.iinfo(dt)
-        from .._tensor import _CPP_NAMES
         if not info.min <= low <= info.max:
             raise RuntimeError(f"from is out of bounds for {_CPP_NAMES[dt.name]}")
         if not info.min <= high <= info.max:

@@ -15,13 +15,12 @@ from __future__ import annotations
 import math
 import warnings
 
-from .._backend import host, xp_of
+from .._backend import host, result_type, to_dtype, xp_of
 from .._tensor import Size, Tensor, _make, _wrap_dim
 from ..autograd.grad_mode import state as _grad_state
 from ..autograd.record import mark_view, needs_recording, record
-from ._op import Op, apply1
+from ._op import Op, apply1, write_out
 from ._registry import register
-
 
 # --------------------------------------------------------------------------- views
 
@@ -40,8 +39,11 @@ def view_op(cls, x: Tensor, *params) -> Tensor:
     return out
 
 
+@register(name="_replay_view", export=False)
 def replay_view(base: Tensor, chain) -> Tensor:
-    """Re-apply a recorded chain of view ops to ``base``."""
+    """Re-apply a recorded chain of view ops to ``base`` (``Tensor._replay_view``: how a view's
+    ``grad_fn`` is re-derived after its base changed in place, without ``_tensor`` importing
+    ops)."""
     t = base
     for cls, params in chain:
         t = view_op(cls, t, *params)
@@ -259,7 +261,6 @@ def _infer_shape(shape: tuple, numel: int, in_shape) -> tuple:
 def view(input: Tensor, *shape) -> Tensor:
     """``Tensor.view``: same data, new shape; fails when strides don't allow it."""
     if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list, Size, Tensor)):
-        from .._backend import to_dtype
         dt = to_dtype(shape[0])
         if dt.np.itemsize != input._data.itemsize:
             raise NotImplementedError("view(dtype) between dtypes of different sizes is not "
@@ -586,7 +587,6 @@ def cat(tensors, dim: int = 0, *, out=None) -> Tensor:
     result = CatBackward0.apply(*_promoted(tensors), params=(d,))
     if out is None:
         return result
-    from .inplace import write_out
     return write_out(out, result)
 
 
@@ -607,7 +607,6 @@ def _promoted(tensors: list) -> list:
     dtypes = {t._data.dtype for t in tensors}
     if len(dtypes) == 1:
         return tensors
-    from .._backend import result_type
     rt = result_type(*tensors)
     return [t if t._data.dtype == rt.np else t.to(rt) for t in tensors]
 
@@ -712,16 +711,14 @@ def repeat_interleave(input: Tensor, repeats=None, dim: int | None = None, *,
             raise RuntimeError(f"repeats must have the same size as input along dim, but got "
                                f"repeats.size(0) = {reps.shape[0]} and input.size({d}) = {n}")
         idx = xp.repeat(xp.arange(n, dtype=host.int64), reps)
-        from .indexing import index_select
-        return index_select(input, d, _make(idx))
+        return input.index_select(d, _make(idx))  # a Tensor method: indexing builds on shape
     repeats = int(repeats)
     if repeats < 0:
         raise RuntimeError("Repeats must be non-negative")
     x = unsqueeze(input, d + 1)
     shape = list(x._data.shape)
     shape[d + 1] = repeats
-    from .unary import clone
-    x = clone(expand(x, shape))
+    x = expand(x, shape).clone()  # a Tensor method: unary builds on shape
     return reshape(x, tuple(shape[:d]) + (shape[d] * repeats,) + tuple(shape[d + 2:]))
 
 
@@ -1319,5 +1316,4 @@ def atleast_3d(*tensors):
 @register
 def ravel(input: Tensor) -> Tensor:
     """``torch.ravel``: the flattened tensor; a view when contiguous, else a view of a copy."""
-    from .unary import contiguous
-    return view(contiguous(input), (-1,))
+    return view(input.contiguous(), (-1,))  # a Tensor method: unary builds on shape

@@ -12,8 +12,9 @@ from collections import namedtuple
 from .._backend import host, xp_of
 from .._tensor import Tensor, _make, _wrap_dim
 from ..autograd.grad_mode import state as _grad_state
-from ._op import Op, record_op
+from ._op import Op, record_op, record_outputs
 from ._registry import register
+from .indexing import _scatter_into
 from .reductions import _all_if_empty, _expand_back, reduce_dims
 
 
@@ -57,7 +58,6 @@ class SortBackward0(Op):
         return values
 
     def backward(self, grad):
-        from .indexing import _scatter_into
         if not len(self.shape):
             return grad
         g = grad if self.keepdim else grad.unsqueeze(self.dim)
@@ -367,7 +367,6 @@ class AminmaxBackward0(Op):
 @register
 def aminmax(input: Tensor, *, dim=None, keepdim: bool = False):
     """``torch.aminmax``: (min, max) over ``dim`` (all dims if None), as a named tuple."""
-    from ._op import record_outputs
     a = input._data
     nd = a.ndim
     if dim is None:

@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import math
 
+from .._backend import device_of, host, ndarray, xp_of
 from .._backend import dtypes as _dt
-from .._backend import host, ndarray, xp_of
+from .._backend.device import device, to_device
 from .._tensor import Tensor, _make
 from ._op import Op, apply1
 from ._registry import register
 from .arithmetic import _check_tensor, _maybe_out, scalar_name
 from .comparison import where
+from .creation import to_device_copy
 from .inplace import inplace as _inplace
 
 # ------------------------------ exp, log, sqrt, trigonometry, sigmoid, relu, abs, sign, reciprocal
@@ -958,6 +960,36 @@ def to_dtype(input: Tensor, dtype: _dt.dtype) -> Tensor:
         out._grad_fn = None
         out._requires_grad = False
     return out
+
+
+@register(export=False)
+def to(self: Tensor, *args, **kwargs) -> Tensor:
+    """``Tensor.to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other)``; self if
+    unchanged."""
+    dtype = kwargs.pop("dtype", None)
+    dev = kwargs.pop("device", None)
+    copy = kwargs.pop("copy", False)
+    kwargs.pop("non_blocking", None)
+    kwargs.pop("memory_format", None)
+    if kwargs:
+        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    for a in args:
+        if isinstance(a, Tensor):
+            dtype, dev = a.dtype, a.device
+        elif isinstance(a, (_dt.dtype, type)) or (isinstance(a, str) and a in _dt.ALIASES):
+            dtype = a
+        elif isinstance(a, (str, device)):
+            dev = a
+        elif isinstance(a, bool):
+            continue
+        else:
+            raise TypeError(f"to() received an invalid combination of arguments: {args}")
+    dtype = None if dtype is None else _dt.to_dtype(dtype)
+    if dev is not None and to_device(dev) != device_of(self._data):
+        return to_device_copy(self, to_device(dev), dtype)
+    if dtype is None or dtype.np == self._data.dtype:
+        return self.clone() if copy else self
+    return to_dtype(self, dtype)
 
 
 @register

@@ -472,7 +472,7 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
         raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs "
                                   f"{_INTERP_DIMS[mode] + 2}D input")
     if mode == "area":
-        from . import pooling
+        from . import pooling  # cycle: pooling builds on this module's window helpers
         if dim == 1:
             return pooling.adaptive_avg_pool1d(input, out_size)
         if dim == 2:

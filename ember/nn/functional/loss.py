@@ -13,6 +13,8 @@ from ..._tensor import Tensor
 from ...autograd.grad_mode import no_grad
 from ...ops.arithmetic import xlogy
 from ...ops.comparison import clamp_min, minimum, where
+from ...ops.creation import ones_like
+from ...ops.distance import pairwise_distance
 from ...ops.losses import (
     _REDUCTIONS,
     _check_reduction,
@@ -35,6 +37,7 @@ from ...ops.losses import (
     smooth_l1_loss,
     soft_margin_loss,
 )
+from ...ops.reductions import any as _any
 from ...ops.reductions import norm
 from ...ops.unary import exp, log
 
@@ -114,8 +117,6 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var, full: bool = False,
                       eps: float = 1e-6, reduction: str = "mean") -> Tensor:
     """``F.gaussian_nll_loss``: 0.5 (log var + (input - target)**2 / var), var clamped to eps
     without blocking its gradient (as torch's in-place clamp under no_grad)."""
-    from ...ops.creation import ones_like
-    from ...ops.reductions import any as _any
     if isinstance(var, float):
         if var < 0:
             raise ValueError("var has negative entry/entries")
@@ -242,7 +243,7 @@ def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative
                            f"the same number of dimensions, but got: anchor {da}D, positive "
                            f"{dp}D, and negative {dn}D inputs")
     if distance_function is None:
-        from ...ops.distance import pairwise_distance as distance_function
+        distance_function = pairwise_distance
     dist_pos = distance_function(anchor, positive)
     dist_neg = distance_function(anchor, negative)
     if swap:

@@ -8,7 +8,9 @@ from __future__ import annotations
 import warnings
 
 from ..._tensor import Tensor
+from ...ops.creation import empty
 from .. import functional as F
+from .. import init
 from ..parameter import Parameter
 from .module import Module
 
@@ -356,7 +358,6 @@ class PReLU(Module):
 
     def __init__(self, num_parameters: int = 1, init: float = 0.25, device=None,
                  dtype=None) -> None:
-        from ...ops.creation import empty
         self.num_parameters = num_parameters
         super().__init__()
         self.init = init
@@ -364,7 +365,6 @@ class PReLU(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        from .. import init
         init.constant_(self.weight, self.init)
 
     def forward(self, input: Tensor) -> Tensor:

@@ -11,6 +11,7 @@ import math
 
 from ...ops.creation import empty
 from .. import functional as F
+from .. import init
 from ..parameter import Parameter
 from .module import Module
 
@@ -92,7 +93,6 @@ class _ConvNd(Module):
     def reset_parameters(self) -> None:
         """Torch's default: kaiming_uniform_(a=sqrt(5)) on the weight, then the bias uniform
         in +-1/sqrt(fan_in)."""
-        from .. import init
 
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
         if self.bias is not None:

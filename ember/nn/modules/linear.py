@@ -12,6 +12,7 @@ import math
 from ..._tensor import Tensor
 from ...ops.creation import empty
 from .. import functional as F
+from .. import init
 from ..parameter import Parameter
 from .module import Module
 
@@ -47,7 +48,6 @@ class Linear(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        from .. import init
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
         if self.bias is not None:
             fan_in = self.weight.shape[1]
@@ -87,7 +87,6 @@ class Bilinear(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        from .. import init
         bound = 1 / math.sqrt(self.weight.shape[1])
         init.uniform_(self.weight, -bound, bound)
         if self.bias is not None:

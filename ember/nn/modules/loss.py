@@ -10,6 +10,7 @@ from __future__ import annotations
 from ..._tensor import Tensor
 from .. import functional as F
 from ..functional.loss import _legacy_reduction
+from .misc import PairwiseDistance
 from .module import Module
 
 __all__ = [
@@ -319,7 +320,6 @@ class TripletMarginWithDistanceLoss(_Loss):
             raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater "
                              f"than 0, got {margin} instead")
         if distance_function is None:
-            from .misc import PairwiseDistance
             distance_function = PairwiseDistance()
         self.distance_function = distance_function
         self.margin = margin

@@ -10,10 +10,15 @@ import warnings
 from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
 
+from ..._backend import dtypes
+from ..._backend.device import device, to_device
+from ..._backend.dtypes import to_dtype
 from ..._tensor import Tensor
 from ...autograd.grad_mode import no_grad
+from ...ops.creation import empty_like
 from ...utils.hooks import HookDict, add_hook
 from ..parameter import Parameter
+from .hooks import finish_backward_hooks, setup_backward_hooks
 
 __all__ = ["Module"]
 
@@ -388,11 +393,9 @@ class Module:
                 device = a
             elif a is not None:
                 dtype = a
-        from ..._backend.device import to_device
         dev = to_device(device) if device is not None else None
         dt = None
         if dtype is not None:
-            from ..._backend.dtypes import to_dtype
             dt = to_dtype(dtype)
             if not dt.is_floating_point:
                 raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, "
@@ -408,19 +411,15 @@ class Module:
         return self._apply(convert)
 
     def float(self) -> Module:
-        from ..._backend import dtypes
         return self._apply(lambda t: t.to(dtypes.float32) if t.is_floating_point() else t)
 
     def double(self) -> Module:
-        from ..._backend import dtypes
         return self._apply(lambda t: t.to(dtypes.float64) if t.is_floating_point() else t)
 
     def half(self) -> Module:
-        from ..._backend import dtypes
         return self._apply(lambda t: t.to(dtypes.float16) if t.is_floating_point() else t)
 
     def bfloat16(self) -> Module:
-        from ..._backend import dtypes
         bf16 = getattr(dtypes, "bfloat16", None)
         if bf16 is None:  # NumPy has no bfloat16
             raise TypeError("Module.bfloat16: ember has no bfloat16 dtype (NumPy lacks one); "
@@ -429,7 +428,6 @@ class Module:
 
     def to_empty(self, *, device=None, recurse: bool = True) -> Module:
         """Parameters and buffers become uninitialised tensors of the same shapes."""
-        from ...ops.creation import empty_like
         return self._apply(lambda t: empty_like(t), recurse=recurse)
 
     def share_memory(self) -> Module:
@@ -442,7 +440,6 @@ class Module:
         return self.to("cpu")
 
     def cuda(self, device=None) -> Module:
-        from ..._backend.device import to_device
         to_device("cuda")
         return self
 
@@ -744,7 +741,6 @@ class Module:
                         args = res if isinstance(res, tuple) else (res,)
             bw_state = None
             if full or bw_pre:
-                from .hooks import setup_backward_hooks
                 bw_state, args = setup_backward_hooks(self, args, full, bw_pre)
             result = self.forward(*args, **kwargs)
             for hid, hook in [*_global_forward_hooks.items(), *self._forward_hooks.items()]:
@@ -759,7 +755,6 @@ class Module:
                 if res is not None:
                     result = res
             if bw_state is not None:
-                from .hooks import finish_backward_hooks
                 result = finish_backward_hooks(bw_state, result)
             if non_full:
                 _register_non_full_hooks(self, non_full, result)
@@ -859,7 +854,6 @@ def _move_to_front(registry: dict, key) -> None:
 
 
 def _is_device(obj) -> bool:
-    from ..._backend.device import device
     return isinstance(obj, device)
 
 

@@ -10,6 +10,7 @@ from ..._backend import dtypes as _dt
 from ..._tensor import Tensor
 from ...ops.creation import empty, ones, tensor, zeros
 from .. import functional as F
+from .. import init
 from ..parameter import Parameter
 from .module import Module
 
@@ -31,7 +32,6 @@ def _affine_params(module: Module, shape, affine: bool, bias: bool, device, dtyp
 
 
 def _reset_affine(module: Module) -> None:
-    from .. import init
     if module.weight is not None:
         init.ones_(module.weight)
     if module.bias is not None:

@@ -22,23 +22,14 @@ from .. import init
 from ..functional.dropout import dropout as _dropout
 from ..functional.linear import linear
 from ..parameter import Parameter
+from ..utils.rnn import PackedSequence
 from .module import Module
 
 __all__ = ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNBase", "RNNCell", "RNNCellBase"]
 
 
-def _packed_sequence_type():
-    """``nn.utils.rnn.PackedSequence`` where it has been written (None otherwise)."""
-    try:
-        from ..utils.rnn import PackedSequence
-    except ImportError:
-        return None
-    return PackedSequence
-
-
 def _reject_packed(module: Module, input) -> None:
-    packed = _packed_sequence_type()
-    if packed is not None and isinstance(input, packed):
+    if isinstance(input, PackedSequence):
         raise NotImplementedError(f"{type(module).__name__}: PackedSequence input is not "
                                   "supported yet; pad the batch instead "
                                   "(nn.utils.rnn.pad_packed_sequence)")

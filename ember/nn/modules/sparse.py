@@ -6,6 +6,7 @@ from ..._tensor import Tensor
 from ...autograd.grad_mode import no_grad
 from ...ops.creation import empty
 from .. import functional as F
+from .. import init
 from ..parameter import Parameter
 from .module import Module
 
@@ -39,7 +40,6 @@ class _EmbeddingBase(Module):
             self.weight = Parameter(_weight, requires_grad=requires_grad)
 
     def reset_parameters(self) -> None:
-        from .. import init
         init.normal_(self.weight)
         self._fill_padding_idx_with_zero()
 

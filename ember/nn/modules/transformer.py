@@ -16,6 +16,7 @@ from ..._tensor import Tensor
 from ...autograd.grad_mode import is_grad_enabled
 from ...ops.creation import empty, full
 from .. import functional as F
+from .. import init
 from ..functional.attention import _canonical_mask, _none_or_dtype
 from ..parameter import Parameter
 from .activation import GELU, ReLU
@@ -86,7 +87,6 @@ class MultiheadAttention(Module):
     def _reset_parameters(self) -> None:
         """Torch's init: xavier_uniform_ projections, zero biases, xavier_normal_ bias_k/v
         (out_proj.weight keeps Linear's default)."""
-        from .. import init
 
         if self._qkv_same_embed_dim:
             init.xavier_uniform_(self.in_proj_weight)
@@ -504,7 +504,6 @@ class Transformer(Module):
         return _generate_square_subsequent_mask(sz, dtype=dtype, device=device)
 
     def _reset_parameters(self) -> None:
-        from .. import init
 
         for p in self.parameters():
             if p.dim() > 1:

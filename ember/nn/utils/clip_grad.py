@@ -8,6 +8,9 @@ import warnings
 
 from ..._tensor import Tensor
 from ...autograd.grad_mode import no_grad
+from ...linalg import vector_norm
+from ...ops import creation
+from ...ops.shape import stack
 
 __all__ = [
     "clip_grad_norm",
@@ -25,9 +28,6 @@ def _as_list(tensors) -> list:
 def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = False,
                    foreach: bool | None = None) -> Tensor:
     """The ``norm_type``-norm of the norms of ``tensors`` (as if all were one vector)."""
-    from ...linalg import vector_norm
-    from ...ops import creation
-    from ...ops.shape import stack
     tensors = _as_list(tensors)
     norm_type = float(norm_type)
     if not tensors:

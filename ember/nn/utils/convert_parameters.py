@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from ..._tensor import Tensor
+from ...ops.shape import cat
 
 __all__ = ["parameters_to_vector", "vector_to_parameters"]
 
 
 def parameters_to_vector(parameters) -> Tensor:
     """All parameters flattened and concatenated into one vector (differentiable)."""
-    from ...ops.shape import cat
     return cat([p.reshape(-1) for p in parameters])
 
 

@@ -9,6 +9,8 @@ from typing import NamedTuple
 
 from ..._backend import host, ndarray, to_host, xp_of
 from ..._tensor import Tensor, _make
+from ...ops.creation import full
+from ...ops.shape import cat, stack
 
 __all__ = [
     "PackedSequence",
@@ -111,8 +113,6 @@ def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.
     if padding_side not in ("left", "right"):
         raise RuntimeError("Expected padding_side to be one of left or right, but got "
                            f"{padding_side}.")
-    from ...ops.creation import full
-    from ...ops.shape import cat, stack
     trailing = tuple(sequences[0].shape[1:])
     max_len = max(s.shape[0] for s in sequences)
     padded = []
@@ -182,8 +182,6 @@ def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False,
                         padding_value: float = 0.0, total_length: int | None = None):
     """Unpack a ``PackedSequence`` into ``(padded batch, lengths)``, the inverse of
     ``pack_padded_sequence`` (the original batch order is restored)."""
-    from ...ops.creation import full
-    from ...ops.shape import cat
     batch_sizes = to_host(sequence.batch_sizes._data).astype(host.int64)
     max_len = batch_sizes.size
     if total_length is not None:

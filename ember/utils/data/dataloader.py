@@ -35,6 +35,9 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
+from ... import cuda
+from ... import random as ember_random
+from ..._backend import host
 from ..._backend.dtypes import int64
 from ...ops.creation import empty
 from ._collate import default_collate, default_convert
@@ -309,7 +312,6 @@ class _BaseDataLoaderIter:
         self._index_sampler = loader._index_sampler
         self._num_workers = loader.num_workers
         if loader.pin_memory:
-            from ... import cuda
             if not cuda.is_available():
                 warnings.warn("'pin_memory' argument is set as true but no accelerator is found, "
                               "then device pinned memory won't be used.", stacklevel=3)
@@ -404,8 +406,6 @@ class _ResumeIteration:
 def _worker_loop(dataset_kind, dataset, index_queue, data_queue, auto_collation, collate_fn,
                  drop_last, base_seed, init_fn, worker_id, num_workers, parent_pid):
     global _worker_info
-    from ... import random as ember_random
-    from ..._backend import host
     seed = base_seed + worker_id
     random.seed(seed)
     ember_random.manual_seed(seed)

@@ -35,7 +35,7 @@ _LABELS_MAGIC = 0x0801  # IDX: two zero bytes, dtype 0x08 (uint8), 1 dimension
 
 def _read_idx(path: str, expected_magic: int, ndim: int):
     """The array stored in an IDX file (plain or gzipped), after checking its header and size."""
-    import gzip  # here, not at import time: only reading a dataset needs them
+    import gzip  # lazy: only reading a dataset needs them
     import zlib
     try:
         if path.endswith(".gz"):

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator, Sequence, Sized
 
 from ... import random as _random
 from ..._backend.dtypes import float64, int64
+from ...ops import multinomial
 from ...ops.creation import as_tensor, empty, randint, randperm
 
 __all__ = [
@@ -135,7 +136,6 @@ class WeightedRandomSampler(Sampler):
         self.generator = generator
 
     def __iter__(self) -> Iterator[int]:
-        from ...ops import multinomial
         rand_tensor = multinomial(self.weights, self.num_samples, self.replacement,
                                   generator=self.generator)
         yield from iter(rand_tensor.tolist())
