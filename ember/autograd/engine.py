@@ -19,7 +19,7 @@ from __future__ import annotations
 import heapq
 from heapq import heappop, heappush, heappushpop
 
-from .._backend import from_numpy_dtype, generic, host, is_array, ndarray
+from .._backend import from_numpy_dtype, generic, host, is_array, ndarray, xp_of
 from .._tensor import Tensor
 from .anomaly_mode import AnomalyMode, report_forward_trace
 from .grad_mode import state as _grad_state
@@ -209,9 +209,10 @@ def run_backward(outputs: list[Tensor], grads: list[Tensor], keep_graph: bool,
                 g = grads_out[i] if i < n_out else None
                 if g is not None:
                     m = meta[i]
-                    if type(g) is not ndarray or g.shape != m[0] or g.dtype != m[1]:
-                        if raw or g._data.shape != m[0] or g._data.dtype != m[1]:
-                            g = _validate(node, i, g, m, raw)
+                    # (a Tensor, when recording, is checked by its array's shape and dtype)
+                    if (type(g) is not ndarray or g.shape != m[0] or g.dtype != m[1]) and \
+                            (raw or g._data.shape != m[0] or g._data.dtype != m[1]):
+                        g = _validate(node, i, g, m, raw)
                 left = deps[child] - 1
                 if not left and nxt is None and child not in buffers:
                     nxt = child  # its only gradient: handed over directly
@@ -259,7 +260,7 @@ def _run_node(node: Node, grads_in: list, raw: bool) -> tuple:
         for i, g in enumerate(out):
             g = unwrap(g)
             if g is not None and hasattr(g, "dtype") and g.dtype.kind == "f" and \
-                    (g != g).any():
+                    xp_of(g).isnan(g).any():
                 report_forward_trace(node)
                 raise RuntimeError(f"Function '{node.name()}' returned nan values in its "
                                    f"{i}th output.")
