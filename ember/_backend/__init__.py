@@ -68,6 +68,14 @@ def xp_of(*arrays: object):
 get_array_module = xp_of  # Chainer's and CuPy's name
 
 
+def as_array(x: object):
+    """``x`` as an array: backend arrays pass as they are; NumPy scalars (which NumPy returns
+    for 0-d results) and Python values become host arrays."""
+    if type(x) in _MODULES or isinstance(x, ARRAY_TYPES):
+        return x
+    return numpy.asarray(x)
+
+
 def is_array(x: object) -> bool:
     """Whether ``x`` is an array of some backend (NumPy's ndarray or a device array)."""
     return type(x) in _MODULES or isinstance(x, ARRAY_TYPES)
@@ -111,6 +119,7 @@ __all__ = [
     "ARRAY_TYPES",
     "CPU",
     "DTYPES",
+    "as_array",
     "data_ptr",
     "device",
     "device_of",

@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 import sys
 
-from .._backend import from_numpy_dtype, generic, host
+from .._backend import as_array, from_numpy_dtype
 from .._tensor import Tensor, _make
 from ..utils.hooks import HookDict, add_hook
 
@@ -246,9 +246,7 @@ def wrap(g) -> Tensor | None:
     and hooks."""
     if g is None or isinstance(g, Tensor):
         return g
-    if isinstance(g, generic):  # NumPy gives scalars for 0-d results
-        g = host.asarray(g)
-    return _make(g)
+    return _make(as_array(g))
 
 
 def unwrap(g):

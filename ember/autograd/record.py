@@ -26,7 +26,7 @@ for one output: recording is the per-op cost that dominates small tensors. Routi
 
 from __future__ import annotations
 
-from .._tensor import Tensor, _make, _refresh_view
+from .._tensor import Tensor, _make
 from .anomaly_mode import AnomalyMode, capture_trace
 from .graph import INFERENCE_SAVE_ERROR, Node, next_sequence_nr
 
@@ -42,15 +42,7 @@ def link(node: Node, inputs) -> None:
     meta = []
     for x in inputs:
         if isinstance(x, Tensor):
-            if x._base is not None:
-                _refresh_view(x)
-            fn = x._grad_fn
-            if fn is not None:
-                edges.append((fn, x._output_nr))
-            elif x._requires_grad:
-                edges.append((x._accumulator(), 0))
-            else:
-                edges.append(NO_EDGE)
+            edges.append(x._edge())
             d = x._data
             meta.append((d.shape, d.dtype))
         else:
@@ -83,11 +75,6 @@ def save(node: Node, tensors: tuple, outputs: tuple = ()) -> None:
         versions.append(t._vc[0])
     node._saved = tuple(saved)
     node._saved_versions = tuple(versions)
-
-
-def no_saved(node: Node) -> None:
-    node._saved = node._saved_versions = ()
-    node._saved_out = None
 
 
 def _output(node: Node, data, nr: int) -> Tensor:

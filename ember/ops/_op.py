@@ -17,23 +17,16 @@ The engine reduces broadcast gradients to each input's shape and dtype, so rules
 
 from __future__ import annotations
 
+from .._backend import as_array, from_numpy_dtype, host, ndarray, xp_of
 from .._backend import dtypes as _dt
-from .._backend import from_numpy_dtype, generic, host, is_array, ndarray, xp_of
 from .._tensor import Tensor, _make, _refresh_view
 from ..autograd.anomaly_mode import AnomalyMode, capture_trace
 from ..autograd.grad_mode import state as _grad_state
 from ..autograd.graph import INFERENCE_SAVE_ERROR, Node, _op_name, next_sequence_nr
-from ..autograd.record import NO_EDGE, device_mismatch, link, needs_recording, record, save
+from ..autograd.record import NO_EDGE, device_mismatch, needs_recording, record, save
 
 _new = object.__new__
 _FROM_NP = _dt._FROM_NP
-
-
-def as_array(out):
-    """A forward's result as an array of its backend (NumPy gives scalars for 0-d results)."""
-    if isinstance(out, generic) or not is_array(out):
-        return host.asarray(out)
-    return out
 
 
 class Op(Node):
@@ -92,15 +85,7 @@ class Op(Node):
 
 def record_op(node: Op, inputs, out) -> Tensor:
     """Record a one-output op through the recording path, saving what the class declares."""
-    link(node, inputs)
-    want = node.save_inputs
-    if want:
-        save(node, tuple(inputs) if len(want) == len(inputs) else
-             tuple([inputs[i] for i in want]))
-    else:
-        node._saved = node._saved_versions = ()
-    t = _output(node, out)
-    return t
+    return record(node, inputs, (out,), tuple([inputs[i] for i in node.save_inputs]))[0]
 
 
 def record_outputs(node: Op, inputs, outs) -> tuple:
@@ -130,31 +115,6 @@ def apply1(cls, x: Tensor, *params) -> Tensor:
     return _make(out)
 
 
-def _output(node: Op, out) -> Tensor:
-    """The recorded output (``record.emit`` for one output, inlined)."""
-    t = _new(Tensor)
-    t._data = out
-    t._grad_fn = node
-    t._requires_grad = True
-    t._output_nr = 0
-    t._vc = vc = [0]
-    t._grad = t._base = t._view = t._acc = t._extra = None
-    node._saved_out = (out, vc, 0) if node.save_output else None
-    return t
-
-
-def _saved_versions(saved: tuple) -> tuple:
-    versions = []
-    for t in saved:
-        if isinstance(t, Tensor):
-            if t._extra is not None and t._extra.inference:
-                raise RuntimeError(INFERENCE_SAVE_ERROR)
-            versions.append(t._vc[0])
-        else:
-            versions.append(None)
-    return tuple(versions)
-
-
 def _record1(node: Op, x: Tensor, out) -> Tensor:
     """``record_op`` for one Tensor input (unary ops): straight-line, no loops."""
     if x._base is not None:
@@ -179,7 +139,7 @@ def _record1(node: Op, x: Tensor, out) -> Tensor:
         node._saved_versions = (x._vc[0],)
     else:
         node._saved = node._saved_versions = ()
-    t = _new(Tensor)  # _output, inlined
+    t = _new(Tensor)  # record.emit for one output, inlined
     t._data = out
     t._grad_fn = node
     t._requires_grad = True
@@ -329,12 +289,10 @@ def _record2(node: Op, a, b, ta: bool, tb: bool, out) -> Tensor:
             node._saved = (a, b)
             node._saved_versions = (a._vc[0], b._vc[0])
         else:
-            saved = tuple([(a, b)[i] for i in node.save_inputs])
-            node._saved = saved
-            node._saved_versions = _saved_versions(saved)
+            save(node, tuple([(a, b)[i] for i in node.save_inputs]))
     else:
         node._saved = node._saved_versions = ()
-    t = _new(Tensor)  # _output, inlined
+    t = _new(Tensor)  # record.emit for one output, inlined
     t._data = out
     t._grad_fn = node
     t._requires_grad = True

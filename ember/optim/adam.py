@@ -17,6 +17,17 @@ from .optimizer import (
 __all__ = ["Adam"]
 
 
+def _update_moments(state: dict, g, beta1: float, beta2: float) -> tuple:
+    """The Adam family's moments, in place: exp_avg lerps to g, exp_avg_sq to g * g (torch's
+    order of operations); returns their arrays."""
+    m = state["exp_avg"]._data
+    v = state["exp_avg_sq"]._data
+    _lerp_(m, g, 1 - beta1)
+    v *= beta2
+    v += (1 - beta2) * g * g
+    return m, v
+
+
 def _check_betas(betas, eps, weight_decay) -> None:
     if not 0.0 <= eps:
         raise ValueError(f"Invalid epsilon value: {eps}")
@@ -75,11 +86,7 @@ class Adam(Optimizer):
         if isinstance(beta1, Tensor) or isinstance(beta2, Tensor):
             beta1, beta2 = _to_scalar(beta1), _to_scalar(beta2)
         xp = xp_of(d)
-        m = state["exp_avg"]._data
-        v = state["exp_avg_sq"]._data
-        _lerp_(m, g, 1 - beta1)
-        v *= beta2
-        v += (1 - beta2) * g * g
+        m, v = _update_moments(state, g, beta1, beta2)
 
         step_size = lr / (1 - beta1 ** step)
         bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5

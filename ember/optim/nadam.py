@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from .._backend import xp_of
-from .adam import _check_betas
+from .adam import _check_betas, _update_moments
 from .optimizer import (
     Optimizer,
     _check_lr,
     _check_unsupported,
-    _lerp_,
     _scalar_state,
     _zeros_like,
 )
@@ -61,11 +60,7 @@ class NAdam(Optimizer):
         mu_product_t *= mu  # a float32 product, as torch's 0-d state tensor
         mu_product = float(mu_product_t)
 
-        m = state["exp_avg"]._data
-        v = state["exp_avg_sq"]._data
-        _lerp_(m, g, 1 - beta1)
-        v *= beta2
-        v += (1 - beta2) * g * g
+        m, v = _update_moments(state, g, beta1, beta2)
         denom = v / bias_correction2
         xp_of(d).sqrt(denom, out=denom)
         denom += group["eps"]

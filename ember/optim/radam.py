@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from .._backend import xp_of
-from .adam import _check_betas
+from .adam import _check_betas, _update_moments
 from .optimizer import (
     Optimizer,
     _check_lr,
     _check_unsupported,
-    _lerp_,
     _scalar_state,
     _zeros_like,
 )
@@ -48,11 +47,7 @@ class RAdam(Optimizer):
 
     def _update(self, d, g, state, group, lr, step) -> None:
         beta1, beta2 = group["betas"]
-        m = state["exp_avg"]._data
-        v = state["exp_avg_sq"]._data
-        _lerp_(m, g, 1 - beta1)
-        v *= beta2
-        v += (1 - beta2) * g * g
+        m, v = _update_moments(state, g, beta1, beta2)
 
         bias_correction1 = 1 - beta1 ** step
         bias_correction2 = 1 - beta2 ** step
