@@ -102,11 +102,36 @@ def set_printoptions(*args, **kwargs) -> None:
     _set(*args, **kwargs)
 
 
+# torch's namespaces that a script touches, loaded on first use (keeps ``import ember`` light)
+_SUBMODULES = frozenset((
+    "nn", "optim", "utils", "testing", "linalg", "viz", "backends", "accelerator", "amp", "jit",
+    "onnx", "hub", "multiprocessing", "profiler", "serialization", "compiler",
+))
+
+# top-level names defined in a lazily loaded module: name -> module
+_LAZY_NAMES = {
+    "save": ".serialization", "load": ".serialization", "save_safetensors": ".serialization",
+    "load_safetensors": ".serialization",
+    "alias_torch": "._alias",
+    "set_num_threads": "._threads", "get_num_threads": "._threads",
+    "set_num_interop_threads": "._threads", "get_num_interop_threads": "._threads",
+    "compile": "._compile",
+    "use_deterministic_algorithms": "._determinism",
+    "are_deterministic_algorithms_enabled": "._determinism",
+    "is_deterministic_algorithms_warn_only_enabled": "._determinism",
+    "set_deterministic_debug_mode": "._determinism",
+    "get_deterministic_debug_mode": "._determinism",
+    "autocast": ".amp", "is_autocast_enabled": ".amp", "get_autocast_dtype": ".amp",
+    "finfo": "._backend.dtypes", "iinfo": "._backend.dtypes", "bfloat16": "._backend.dtypes",
+}
+
+
 def __getattr__(name: str):
-    # rarely used submodules load on first use, keeping ``import ember`` fast
-    if name in ("nn", "optim", "utils", "testing", "linalg", "viz"):
+    if name in _SUBMODULES:
         return importlib.import_module("." + name, __name__)
-    if name in ("save", "load", "save_safetensors", "load_safetensors", "serialization"):
-        module = importlib.import_module(".serialization", __name__)
-        return module if name == "serialization" else getattr(module, name)
+    module = _LAZY_NAMES.get(name)
+    if module is not None:
+        value = getattr(importlib.import_module(module, __name__), name)
+        globals()[name] = value  # later lookups skip this hook
+        return value
     raise AttributeError(f"module 'ember' has no attribute '{name}'")

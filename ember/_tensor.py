@@ -259,6 +259,14 @@ class Tensor:
         return False
 
     @property
+    def is_xpu(self) -> bool:
+        return False
+
+    @property
+    def is_mps(self) -> bool:
+        return False
+
+    @property
     def is_cpu(self) -> bool:
         return device_of(self._data).type == "cpu"
 
