@@ -7,7 +7,9 @@ for every device: draws are copied to a device tensor's backend (the same number
 
 from __future__ import annotations
 
+import contextlib
 import pickle
+from collections.abc import Iterable, Iterator
 
 from ._backend import host
 from ._tensor import _make
@@ -79,6 +81,48 @@ def get_rng_state():
 
 def set_rng_state(new_state) -> None:
     default_generator.set_state(new_state)
+
+
+_DEVICE_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve",
+                 "fpga", "maia", "xla", "lazy", "vulkan", "mps", "meta", "hpu", "mtia",
+                 "privateuseone")
+
+
+@contextlib.contextmanager
+def fork_rng(devices: Iterable | None = None, enabled: bool = True, _caller: str = "fork_rng",
+             _devices_kw: str = "devices", device_type: str | None = None) -> Iterator[None]:
+    """``torch.random.fork_rng``: on exit, restore the RNG state as it was on entry.
+
+    ember's generators all live on the host (see the module docstring), so forking the CPU
+    state forks every device's (``devices`` and ``device_type`` are accepted for torch's API).
+    """
+    if device_type == "meta" or not enabled:
+        yield
+        return
+    if device_type is not None and device_type not in _DEVICE_TYPES:
+        raise RuntimeError(f"Expected one of {', '.join(_DEVICE_TYPES)} device type at start of "
+                           f"device string: {device_type}")
+    if devices is not None:
+        list(devices)  # torch traverses it (a generator is consumed); device RNGs are the host's
+    # (torch warns when ``devices`` is None and several GPUs are visible: ember sees none)
+    state = get_rng_state()
+    try:
+        yield
+    finally:
+        set_rng_state(state)
+
+
+def thread_safe_generator() -> Generator | None:
+    """``torch.random.thread_safe_generator``: the worker's generator in a thread worker of a
+    DataLoader; None elsewhere (ember's workers are processes), meaning "the default RNG"."""
+    import sys
+    data = sys.modules.get("ember.utils.data.dataloader")  # unloaded: no worker can exist
+    info = data.get_worker_info() if data is not None else None
+    if info is not None and getattr(info, "worker_method", None) == "thread":
+        rng_ = getattr(info, "rng", None)
+        if rng_ is not None:
+            return rng_.torch_generator
+    return None
 
 
 def rng(generator: Generator | None):

@@ -32,8 +32,8 @@ def Variable(data, requires_grad: bool = False, volatile: bool = False) -> Tenso
 
 def __getattr__(name: str):
     # Heavy or rarely used parts load on first use, keeping ``import ember`` fast.
-    if name == "functional":
-        return importlib.import_module(".functional", __name__)
+    if name in ("functional", "profiler"):
+        return importlib.import_module("." + name, __name__)
     raise AttributeError(f"module 'ember.autograd' has no attribute '{name}'")
 
 
