@@ -105,7 +105,7 @@ def set_printoptions(*args, **kwargs) -> None:
 # torch's namespaces that a script touches, loaded on first use (keeps ``import ember`` light)
 _SUBMODULES = frozenset((
     "nn", "optim", "utils", "testing", "linalg", "viz", "backends", "accelerator", "amp", "jit",
-    "onnx", "hub", "multiprocessing", "profiler", "serialization", "compiler",
+    "onnx", "hub", "multiprocessing", "profiler", "serialization", "compiler", "cpu",
 ))
 
 # top-level names defined in a lazily loaded module: name -> module

@@ -24,6 +24,7 @@ import numpy
 from .device import CPU, device, get_default_device, set_default_device, to_device
 from .dtypes import (
     DTYPES,
+    FLOAT_KINDS,
     dtype,
     from_numpy_dtype,
     get_default_dtype,
@@ -119,6 +120,7 @@ __all__ = [
     "ARRAY_TYPES",
     "CPU",
     "DTYPES",
+    "FLOAT_KINDS",
     "as_array",
     "data_ptr",
     "device",

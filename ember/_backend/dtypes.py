@@ -4,9 +4,16 @@ Promotion follows ``torch.result_type``: operands fall into three tiers (tensors
 dimensions, zero-dim tensors, Python scalars) and a lower tier only matters when it is of a
 higher *category* (bool < integer < floating) than the tiers above it. A Python float meeting
 an integer tensor gives the default dtype (float32), not NumPy's float64.
+
+``bfloat16`` is stored as ``ml_dtypes.bfloat16`` arrays (the optional extra ``ember[bfloat16]``).
+ml_dtypes is imported the first time a bfloat16 array is made, not at ``import ember``; its
+NumPy dtype has kind ``'V'``, so code that asks "is this floating?" of an array's dtype uses
+``FLOAT_KINDS`` (no other ``'V'`` dtype ever reaches a tensor: ``from_numpy_dtype`` rejects them).
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -48,6 +55,25 @@ class dtype:
         raise NotImplementedError("complex dtypes are not supported by ember yet")
 
 
+class _LazyDtype(dtype):
+    """A dtype whose NumPy dtype comes from an optional package, loaded on first use."""
+
+    __slots__ = ()
+
+    def __init__(self, name: str, itemsize: int, legacy: str):
+        self.name = name
+        self.itemsize = itemsize
+        self.is_floating_point = True
+        self.is_complex = False
+        self.is_signed = True
+        self._category = 2
+        self._legacy = legacy
+
+    @property
+    def np(self) -> np.dtype:  # shadows the slot: the NumPy dtype is made on first access
+        return _bfloat16_numpy()
+
+
 bool_ = dtype("bool", np.bool_, 0, "BoolTensor")
 uint8 = dtype("uint8", np.uint8, 1, "ByteTensor")
 int8 = dtype("int8", np.int8, 1, "CharTensor")
@@ -57,18 +83,41 @@ int64 = dtype("int64", np.int64, 1, "LongTensor")
 float16 = dtype("float16", np.float16, 2, "HalfTensor")
 float32 = dtype("float32", np.float32, 2, "FloatTensor")
 float64 = dtype("float64", np.float64, 2, "DoubleTensor")
+bfloat16 = _LazyDtype("bfloat16", 2, "BFloat16Tensor")
 
-DTYPES: tuple[dtype, ...] = (bool_, uint8, int8, int16, int32, int64, float16, float32, float64)
+DTYPES: tuple[dtype, ...] = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32,
+                             float64)
+
+# Array dtype kinds that are floating: ml_dtypes' bfloat16 has kind 'V' (see the module docstring)
+FLOAT_KINDS = "fV"
 
 # torch's aliases: torch.float is float32, torch.long is int64, ...
 ALIASES: dict[str, dtype] = {
     "bool": bool_, "uint8": uint8, "int8": int8, "int16": int16, "short": int16,
     "int32": int32, "int": int32, "int64": int64, "long": int64, "float16": float16,
     "half": float16, "float32": float32, "float": float32, "float64": float64,
-    "double": float64,
+    "double": float64, "bfloat16": bfloat16,
 }
 
-_FROM_NP: dict[np.dtype, dtype] = {d.np: d for d in DTYPES}
+_FROM_NP: dict[np.dtype, dtype] = {d.np: d for d in DTYPES if d is not bfloat16}
+_bfloat16_np: np.dtype | None = None
+BFLOAT16_INSTALL_HINT = (
+    "bfloat16 tensors need the ml_dtypes package, which is not installed: "
+    "pip install ember[bfloat16] (or pip install ml_dtypes)")
+
+
+def _bfloat16_numpy() -> np.dtype:
+    """ml_dtypes' bfloat16 NumPy dtype, importing ml_dtypes the first time (keeps ``import ember``
+    light and the core usable with NumPy alone)."""
+    global _bfloat16_np
+    if _bfloat16_np is None:
+        try:
+            import ml_dtypes
+        except ImportError:
+            raise ModuleNotFoundError(BFLOAT16_INSTALL_HINT) from None
+        _bfloat16_np = np.dtype(ml_dtypes.bfloat16)
+        _FROM_NP[_bfloat16_np] = bfloat16
+    return _bfloat16_np
 
 _default_float = float32
 
@@ -80,7 +129,10 @@ def from_numpy_dtype(np_dtype) -> dtype:
     except KeyError:
         pass
     try:
-        return _FROM_NP[np.dtype(np_dtype)]
+        d = np.dtype(np_dtype)
+        if d.name == "bfloat16" and d.kind == "V":  # an ml_dtypes array met before ember.bfloat16
+            _bfloat16_numpy()
+        return _FROM_NP[d]
     except (KeyError, TypeError):
         raise TypeError(
             f"can't convert np.ndarray of type {np.dtype(np_dtype)}. The only supported types "
@@ -136,7 +188,9 @@ def promote_types(a: dtype, b: dtype) -> dtype:
     if ca != cb:
         return a if ca > cb else b
     if ca == 2:
-        return a if a.itemsize >= b.itemsize else b
+        if a.itemsize == b.itemsize:  # float16 with bfloat16: neither holds the other
+            return float32
+        return a if a.itemsize > b.itemsize else b
     return _FROM_NP[np.promote_types(a.np, b.np)]
 
 
@@ -178,3 +232,80 @@ def result_type(*operands) -> dtype:
             d = _scalar_dtype(op)
             wrapped = d if wrapped is None else promote_types(wrapped, d)
     return _combine_categories(dim, _combine_categories(zero, wrapped))
+
+
+# --------------------------------------------------------------------------- finfo / iinfo
+
+def _dtype_arg(api: str, value) -> dtype:
+    if value is float:  # torch maps the Python type to double
+        return float64
+    if value is int:
+        return int64
+    if not isinstance(value, dtype):
+        raise TypeError(f"{api}(): argument 'type' (position 1) must be torch.dtype, "
+                        f"not {type(value).__name__}")
+    return value
+
+
+class finfo:
+    """``torch.finfo``: the numerical limits of a floating dtype (the default dtype if none),
+    as Python floats; bfloat16's are computed here, so no ml_dtypes is needed."""
+
+    __slots__ = ("bits", "dtype", "eps", "max", "min", "resolution", "smallest_normal", "tiny")
+
+    def __init__(self, type: dtype | None = None) -> None:
+        d = _default_float if type is None else _dtype_arg("finfo", type)
+        if not d.is_floating_point:
+            raise TypeError("torch.finfo() requires a floating point input type. Use "
+                            "torch.iinfo to handle 'torch.finfo'")
+        if d is bfloat16:  # 8 exponent bits like float32, 7 explicit mantissa bits
+            eps, tiny, maximum, bits = 2.0 ** -7, 2.0 ** -126, (2 - 2.0 ** -7) * 2.0 ** 127, 16
+            resolution = 10.0 ** -math.floor(-math.log10(eps))
+        else:
+            info = np.finfo(d.np)
+            eps, tiny, maximum = float(info.eps), float(info.tiny), float(info.max)
+            bits, resolution = info.bits, 10.0 ** -info.precision  # a Python float, as torch
+        self.bits = bits
+        self.eps = eps
+        self.max = maximum
+        self.min = -maximum
+        self.tiny = self.smallest_normal = tiny
+        self.resolution = resolution
+        self.dtype = d.name
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, finfo) and other.dtype == self.dtype
+
+    __hash__ = None  # torch.finfo is unhashable too
+
+    def __repr__(self) -> str:
+        return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, "
+                f"eps={self.eps:g}, smallest_normal={self.smallest_normal:g}, "
+                f"tiny={self.tiny:g}, dtype={self.dtype})")
+
+
+class iinfo:
+    """``torch.iinfo``: the limits of an integer dtype, as Python ints."""
+
+    __slots__ = ("bits", "dtype", "max", "min")
+
+    def __init__(self, type: dtype) -> None:
+        d = _dtype_arg("iinfo", type)
+        if d is bool_:
+            raise TypeError("torch.bool is not supported by torch.iinfo")
+        if d._category != 1:
+            raise TypeError("torch.iinfo() requires an integer input type. Use torch.finfo to "
+                            "handle 'torch.iinfo'")
+        info = np.iinfo(d.np)
+        self.bits = info.bits
+        self.max = int(info.max)
+        self.min = int(info.min)
+        self.dtype = d.name
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, iinfo) and other.dtype == self.dtype
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return f"iinfo(min={self.min:g}, max={self.max:g}, dtype={self.dtype})"

@@ -22,6 +22,7 @@ import warnings
 
 from .._backend import host, ndarray, xp_of
 from .._tensor import Tensor
+from ..amp import _state as _amp
 from ._op import Op, apply1
 from ._registry import register
 from .vision import _shape_str, accumulate_windows, ntuple, pad_array, windows
@@ -247,6 +248,8 @@ def _check_bias(bias, wshape, n_out: int) -> None:
 
 def _convnd(name: str, nd: int, input: Tensor, weight: Tensor, bias, stride, padding,
             dilation, groups: int) -> Tensor:
+    if _amp.active:  # autocast: lower-precision op
+        input, weight, bias = _amp.lower(input, weight, bias)
     batched, stride, dilation = _prepare(name, nd, input, weight, bias, stride, dilation, groups)
     x = input if batched else input.unsqueeze(0)
     xshape, wshape = tuple(x.shape), tuple(weight.shape)
@@ -286,6 +289,8 @@ def _convnd(name: str, nd: int, input: Tensor, weight: Tensor, bias, stride, pad
 
 def _conv_transposend(name: str, nd: int, input: Tensor, weight: Tensor, bias, stride, padding,
                       output_padding, groups: int, dilation) -> Tensor:
+    if _amp.active:  # autocast: lower-precision op
+        input, weight, bias = _amp.lower(input, weight, bias)
     batched, stride, dilation = _prepare(name, nd, input, weight, bias, stride, dilation, groups)
     x = input if batched else input.unsqueeze(0)
     xshape, wshape = tuple(x.shape), tuple(weight.shape)

@@ -10,6 +10,7 @@ from collections import namedtuple
 from .._backend import dtypes as _dt
 from .._backend import from_numpy_dtype, host, xp_of
 from .._tensor import _CPP_NAMES, Tensor, _make, _wrap_dim
+from ..amp import _state as _amp
 from ._op import BinaryOp, Op
 from ._registry import register
 from .arithmetic import scalar_name
@@ -146,6 +147,8 @@ def _size_error(op: str, a: Tensor, b: Tensor) -> RuntimeError:
 @register
 def mm(input: Tensor, mat2: Tensor) -> Tensor:
     """``torch.mm``: 2-D @ 2-D."""
+    if _amp.active:  # autocast: lower-precision op
+        input, mat2 = _amp.lower(input, mat2)
     if input._data.ndim != 2 or mat2._data.ndim != 2:
         bad = input if input._data.ndim != 2 else mat2
         raise RuntimeError(f"{'self' if bad is input else 'mat2'} must be a matrix")
@@ -189,6 +192,8 @@ def dot(input: Tensor, other: Tensor) -> Tensor:
 @register
 def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     """``torch.bmm``: (b, n, m) @ (b, m, p), no broadcasting."""
+    if _amp.active:  # autocast: lower-precision op
+        input, mat2 = _amp.lower(input, mat2)
     if input._data.ndim != 3 or mat2._data.ndim != 3:
         raise RuntimeError("batch1 must be a 3D tensor")
     if input._data.shape[0] != mat2._data.shape[0] or input._data.shape[2] != mat2._data.shape[1]:
@@ -202,6 +207,8 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
 @register(operators=("__matmul__",))
 def matmul(input: Tensor, other: Tensor) -> Tensor:
     """``torch.matmul``: dot, mv, mm or broadcast batched matmul by the operands' dims."""
+    if _amp.active:  # autocast: lower-precision op
+        input, other = _amp.lower(input, other)
     if not isinstance(input, Tensor) or not isinstance(other, Tensor):
         raise TypeError(f"matmul(): argument 'other' must be Tensor, not "
                         f"{type(other if isinstance(input, Tensor) else input).__name__}")
@@ -421,6 +428,8 @@ def _check_expand(input: Tensor, target: tuple) -> None:
 @register(inplace=True)
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta=1, alpha=1) -> Tensor:
     """``torch.addmm``: ``beta * input + alpha * (mat1 @ mat2)``; input broadcasts."""
+    if _amp.active:  # autocast: lower-precision op
+        input, mat1, mat2 = _amp.lower(input, mat1, mat2)
     for name, m in (("mat1", mat1), ("mat2", mat2)):
         if m._data.ndim != 2:
             raise RuntimeError(f"{name} must be a matrix, got {m._data.ndim}-D tensor")
@@ -490,6 +499,8 @@ def _check_batches(b1: Tensor, b2: Tensor) -> None:
 @register(inplace=True)
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:
     """``torch.baddbmm``: ``beta * input + alpha * bmm(batch1, batch2)``."""
+    if _amp.active:  # autocast: lower-precision op
+        input, batch1, batch2 = _amp.lower(input, batch1, batch2)
     _check_batches(batch1, batch2)
     if not (input._data.dtype == batch1._data.dtype == batch2._data.dtype):
         raise RuntimeError(f"Input dtypes must be the same, got: input {_cpp(input)}, batch1: "
@@ -503,6 +514,8 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -
 @register(inplace=True)
 def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta=1, alpha=1) -> Tensor:
     """``torch.addbmm``: ``beta * input + alpha * sum_b(batch1[b] @ batch2[b])``."""
+    if _amp.active:  # autocast: lower-precision op
+        input, batch1, batch2 = _amp.lower(input, batch1, batch2)
     for name, b in (("batch1", batch1), ("batch2", batch2)):
         if b._data.ndim != 3:
             raise RuntimeError(f"{name} must be a 3D tensor")

@@ -13,6 +13,7 @@ import warnings
 
 from ..._backend.dtypes import bool_ as _bool
 from ..._tensor import Tensor, _make
+from ...amp import _state as _amp
 from ...ops.activation import softmax
 from ...ops.creation import zeros
 from ...ops.shape import cat
@@ -46,6 +47,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     backend, a row with every key masked out gives zeros, not NaN. ``enable_gqa`` repeats
     key/value heads (dim -3) to match the query's.
     """
+    if _amp.active:  # autocast: lower-precision op
+        query, key, value, attn_mask = _amp.lower(query, key, value, attn_mask)
     if query.dim() < 2 or key.dim() < 2 or value.dim() < 2:
         raise RuntimeError("Expected query, key, and value to all be  at least 2 dimensional, "
                            f"but got query.dim: {query.dim()} key.dim: {key.dim()} and "

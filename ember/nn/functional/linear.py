@@ -10,6 +10,7 @@ import math
 
 from ..._backend import host
 from ..._tensor import Tensor
+from ...amp import _state as _amp
 from ...ops._op import Op, apply1
 from ...ops.arithmetic import _check_tensor, scalar_name
 from ...ops.products import mm
@@ -66,6 +67,8 @@ def _addmm(bias: Tensor, a: Tensor, b: Tensor) -> Tensor:
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``F.linear``: input @ weight.T + bias, weight of shape (out_features, in_features)."""
+    if _amp.active:  # autocast: lower-precision op
+        input, weight, bias = _amp.lower(input, weight, bias)
     _check_tensor(input, "linear")
     nd, wd = input._data.ndim, weight._data.ndim
     if nd == 0 or wd == 0:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from ._legacy import CUDA_TYPES
+import importlib
+
+from .._legacy import CUDA_TYPES
 
 globals().update(CUDA_TYPES)
 
@@ -42,3 +44,14 @@ def synchronize(device=None) -> None:
 
 def empty_cache() -> None:
     """No-op without a GPU."""
+
+
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    """False: there is no CUDA device."""
+    return False
+
+
+def __getattr__(name: str):
+    if name == "amp":  # lazy: torch.cuda.amp is only its deprecated aliases
+        return importlib.import_module(__name__ + ".amp")
+    raise AttributeError(f"module 'ember.cuda' has no attribute '{name}'")
