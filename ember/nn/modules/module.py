@@ -17,7 +17,7 @@ from ..._tensor import Tensor
 from ...autograd.grad_mode import no_grad
 from ...ops.creation import empty_like
 from ...utils.hooks import HookDict, add_hook
-from ..parameter import Parameter
+from ..parameter import Parameter, is_lazy
 from .hooks import finish_backward_hooks, setup_backward_hooks
 
 __all__ = ["Module"]
@@ -525,9 +525,10 @@ class Module:
                                   "torch.Tensor or Tensor-like object from checkpoint but "
                                   f"received {type(value)}")
                 continue
-            if param.dim() == 0 and value.dim() == 1 and value.shape[0] == 1:
+            lazy = is_lazy(param)  # an uninitialised one has no shape to check yet
+            if not lazy and param.dim() == 0 and value.dim() == 1 and value.shape[0] == 1:
                 value = value[0]  # torch: a 0-d parameter saved as a 1-element vector
-            if value.shape != param.shape:
+            if not lazy and value.shape != param.shape:
                 error_msgs.append(f"size mismatch for {key}: copying a param with shape "
                                   f"{value.shape} from checkpoint, the shape in current model "
                                   f"is {param.shape}.")

@@ -105,8 +105,9 @@ def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.
     """Stack sequences of shapes ``(L_i, *)`` into ``(max L, B, *)`` (or ``(B, max L, *)``
     with ``batch_first``), padding with ``padding_value`` on ``padding_side``."""
     if not isinstance(sequences, Iterable):
-        raise RuntimeError("pad_sequence: Expected iterable for input sequences, but got arg "
-                           f"of type: {type(sequences)}")
+        raise RuntimeError(  # noqa: TRY004 (torch's type)
+            "pad_sequence: Expected iterable for input sequences, but got arg "
+            f"of type: {type(sequences)}")
     sequences = tuple(sequences)
     if not sequences:
         raise RuntimeError("received an empty list of sequences")
