@@ -11,7 +11,11 @@ Loading never imports torch and never runs code named by the file: a restricted 
 the few globals a checkpoint needs (the tensor rebuild functions, storage types, ``torch.Size``,
 dtypes, devices, ``OrderedDict`` and a handful of builtins) to ember functions, and refuses any
 other global with ``pickle.UnpicklingError`` before anything is called, as torch's
-``weights_only=True`` does.
+``weights_only=True`` does. Whole objects (``torch.save(model)``) follow torch's contract:
+classes load once allowlisted (``add_safe_globals`` / ``safe_globals``); ``weights_only=False``
+also admits ember's own modules, optimizers and schedulers (torch's map to them by name), never
+a class the user has not allowlisted. Every size the file claims (zip records, storages, pickle
+lengths) is checked against the file's real size before memory is allocated for it.
 
 ``save_safetensors`` / ``load_safetensors`` use the optional ``safetensors`` package.
 """
@@ -36,8 +40,10 @@ from ._backend import dtypes as _dt
 from ._backend.device import device as _device
 from ._backend.device import to_device as _to_device
 from ._tensor import Size, Tensor, _make
+from .utils.hooks import HookDict
 
-__all__ = ["load", "load_safetensors", "save", "save_safetensors"]
+__all__ = ["add_safe_globals", "clear_safe_globals", "get_safe_globals", "load",
+           "load_safetensors", "safe_globals", "save", "save_safetensors"]
 
 _ARCHIVE = "archive"
 _ALIGNMENT = 64  # torch aligns every record's data to 64 bytes (its ``.storage_alignment``)
@@ -49,10 +55,12 @@ _STORAGE_OF = {
     "float64": "DoubleStorage", "float32": "FloatStorage", "float16": "HalfStorage",
     "int64": "LongStorage", "int32": "IntStorage", "int16": "ShortStorage",
     "int8": "CharStorage", "uint8": "ByteStorage", "bool": "BoolStorage",
+    "bfloat16": "BFloat16Storage",
 }
-_NP_OF_STORAGE = {name: host.dtype(dt) for dt, name in _STORAGE_OF.items()}
+_NP_OF_STORAGE = {name: host.dtype(dt) for dt, name in _STORAGE_OF.items()
+                  if dt != "bfloat16"}
 _NP_OF_STORAGE["UntypedStorage"] = host.dtype(host.uint8)
-_BFLOAT16 = "BFloat16Storage"  # no NumPy dtype: loaded as float32 (exact), with a warning
+_BFLOAT16 = "BFloat16Storage"  # ml_dtypes' bfloat16, or (without it) float32 with a warning
 _UNSUPPORTED_STORAGES = ("ComplexFloatStorage", "ComplexDoubleStorage", "QInt8Storage",
                          "QUInt8Storage", "QInt32Storage", "QUInt4x2Storage",
                          "QUInt2x4Storage")
@@ -159,6 +167,8 @@ class _TorchPickler(pickle._Pickler):
     def reducer_override(self, obj):
         if isinstance(obj, Tensor):
             return self._reduce_tensor(obj)
+        if type(obj) is HookDict:  # a Module's hook registry: an OrderedDict, as torch's
+            return (collections.OrderedDict, (), None, None, iter(obj.items()))
         if type(obj) is Size:
             return (_TORCH_SIZE, (tuple(obj),))
         if type(obj) is _device:
@@ -431,8 +441,7 @@ def _safe_globals() -> dict[tuple[str, str], Any]:
         ("builtins", "set"): set,
         ("builtins", "frozenset"): frozenset,
         ("builtins", "complex"): complex,
-        ("builtins", "bytearray"): bytearray,
-        ("builtins", "slice"): slice,
+            ("builtins", "slice"): slice,
         ("_codecs", "encode"): _codecs_encode,
     }
     for name, np_dtype in _NP_OF_STORAGE.items():
@@ -448,10 +457,30 @@ def _safe_globals() -> dict[tuple[str, str], Any]:
 _SAFE = _safe_globals()
 
 
+def _bytearray(source=b"", *args):
+    """``bytearray`` for data only: ``bytearray(n)`` would let a file allocate ``n`` bytes."""
+    if isinstance(source, int):
+        raise pickle.UnpicklingError("ember.load: refused bytearray(<int>) (a size, not data)")
+    return bytearray(source, *args)
+
+
+_SAFE[("builtins", "bytearray")] = _bytearray
+
+
+def _defaultdict(default_factory=None, *args):
+    """``collections.defaultdict`` whose factory is a plain container type (an optimizer's
+    ``state`` is a ``defaultdict(dict)``)."""
+    if default_factory not in (None, dict, list, set, int, float):
+        raise pickle.UnpicklingError(f"ember.load: refused defaultdict({default_factory!r})")
+    return collections.defaultdict(default_factory, *args)
+
+
 def _unsafe_extras() -> dict[tuple[str, str], Any]:
-    """``weights_only=False`` adds NumPy arrays and scalars: data, still no code."""
+    """``weights_only=False`` adds plain data: NumPy arrays and scalars, ``defaultdict``."""
     multiarray = host._core.multiarray
-    extra = {("numpy", "ndarray"): host.ndarray, ("numpy", "dtype"): host.dtype}
+    extra = {("numpy", "ndarray"): host.ndarray, ("numpy", "dtype"): host.dtype,
+             ("collections", "defaultdict"): _defaultdict, ("builtins", "dict"): dict,
+             ("builtins", "list"): list, ("builtins", "tuple"): tuple}
     for mod in ("numpy.core.multiarray", "numpy._core.multiarray"):
         extra[(mod, "_reconstruct")] = multiarray._reconstruct
         extra[(mod, "scalar")] = multiarray.scalar
@@ -468,35 +497,216 @@ _KNOWN_UNSUPPORTED = {
 }
 
 
-def _refusal(module: str, name: str) -> pickle.UnpicklingError:
+# ====================================================================== the allowlist
+# torch's weights_only contract: classes and functions a user trusts, by "module.qualname"
+_marked_safe_globals: dict[str, Any] = {}
+
+
+def _safe_global_key(entry) -> tuple[str, Any]:
+    if isinstance(entry, tuple):
+        if len(entry) != 2 or not isinstance(entry[1], str):
+            raise ValueError(f"Expected tuple of length 2 (global, str of callable full path), "
+                             f"but got {entry!r}")
+        return entry[1], entry[0]
+    if not callable(entry):
+        raise TypeError(f"Expected a callable or a (callable, str) tuple, but got {entry!r}")
+    return f"{entry.__module__}.{entry.__qualname__}", entry
+
+
+def add_safe_globals(safe_globals: list) -> None:
+    """``torch.serialization.add_safe_globals``: let ``ember.load`` rebuild these classes
+    (``Net.__new__`` then its state) or call these functions when a checkpoint names them.
+
+    An entry is a class or function, matched by ``f"{obj.__module__}.{obj.__qualname__}"``,
+    or a ``(obj, "module.name")`` pair for a name it was pickled under. ember's own classes
+    (``ember.nn.Linear``) also match the ``torch.nn.modules...`` names torch pickles them as.
+    """
+    for entry in safe_globals:
+        key, obj = _safe_global_key(entry)
+        _marked_safe_globals[key] = obj
+
+
+def get_safe_globals() -> list:
+    """``torch.serialization.get_safe_globals``: the user's allowlist, as given."""
+    return [obj if key == f"{getattr(obj, '__module__', '')}.{getattr(obj, '__qualname__', '')}"
+            else (obj, key) for key, obj in _marked_safe_globals.items()]
+
+
+def clear_safe_globals() -> None:
+    """``torch.serialization.clear_safe_globals``: empty the user's allowlist."""
+    _marked_safe_globals.clear()
+
+
+class safe_globals:
+    """``torch.serialization.safe_globals([...])``: allowlist these globals within the block
+    (those that were allowlisted before it stay so after)."""
+
+    def __init__(self, safe_globals: list) -> None:
+        self.safe_globals = safe_globals
+        self._saved: dict[str, Any] = {}
+
+    def __enter__(self) -> None:
+        self._saved = dict(_marked_safe_globals)
+        add_safe_globals(self.safe_globals)
+
+    def __exit__(self, *exc) -> None:
+        _marked_safe_globals.clear()
+        _marked_safe_globals.update(self._saved)
+
+
+_ember_class_table: dict[tuple[str, str], type] | None = None
+
+
+def _ember_classes() -> dict[tuple[str, str], type]:
+    """ember's modules, optimizers and schedulers under their own names and under the torch
+    names that pickles use for them (``torch.nn.modules.batchnorm BatchNorm2d``)."""
+    global _ember_class_table
+    if _ember_class_table is None:
+        from . import nn, optim  # lazy: only a checkpoint with whole objects needs them
+        from .optim import lr_scheduler
+
+        table: dict[tuple[str, str], type] = {}
+        todo = [nn.Module, optim.Optimizer, lr_scheduler.LRScheduler]
+        seen: set[type] = set()
+        while todo:
+            cls = todo.pop()
+            if cls in seen:
+                continue
+            seen.add(cls)
+            todo.extend(cls.__subclasses__())
+            module = cls.__module__
+            if not module.startswith("ember."):
+                continue  # a user's subclass: only by the allowlist
+            table[(module, cls.__qualname__)] = cls
+            torch_module = "torch" + module[len("ember"):]
+            table.setdefault((torch_module, cls.__qualname__), cls)
+        _ember_class_table = table
+    return _ember_class_table
+
+
+def _torch_name_of(module: str, name: str) -> type | None:
+    """The ember class a ``torch.nn.modules.*`` / ``torch.optim.*`` global names, if any
+    (ember's modules sit in other files than torch's, so the match is by class name)."""
+    table = _ember_classes()
+    cls = table.get((module, name))
+    if cls is not None:
+        return cls
+    if module.startswith(("torch.nn.modules.", "torch.optim.")) or module in (
+            "torch.nn", "torch.optim", "torch.nn.modules"):
+        from . import nn, optim  # lazy, as above
+        from .optim import lr_scheduler
+
+        for namespace in (nn, nn.modules, optim, lr_scheduler):
+            cls = getattr(namespace, name, None)
+            if isinstance(cls, type) and cls.__module__.startswith("ember."):
+                return cls
+    return None
+
+
+def _public_name(cls: type) -> str:
+    from . import nn, optim  # lazy, as above
+
+    for prefix, namespace in (("ember.nn", nn), ("ember.optim", optim)):
+        if getattr(namespace, cls.__name__, None) is cls:
+            return f"{prefix}.{cls.__name__}"
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+class _Policy:
+    """What one ``ember.load`` may rebuild: the fixed table of data globals, the user's
+    allowlist (a snapshot), and whether ember's own classes need allowlisting."""
+
+    __slots__ = ("allowed", "user", "user_objects", "weights_only")
+
+    def __init__(self, allowed: dict, weights_only: bool) -> None:
+        self.allowed = allowed
+        self.weights_only = weights_only
+        self.user = dict(_marked_safe_globals)
+        self.user_objects = {id(o) for o in self.user.values()}
+
+
+def _refusal(module: str, name: str, policy: _Policy | None = None,
+             cls: type | None = None) -> pickle.UnpicklingError:
     full = f"{module}.{name}"
-    hint = ""
-    if name in _KNOWN_UNSUPPORTED:
-        hint = f" (ember can't load {_KNOWN_UNSUPPORTED[name]})"
-    elif name in _UNSUPPORTED_STORAGES:
-        hint = " (ember has no complex or quantized dtypes)"
+    if name in _KNOWN_UNSUPPORTED or name in _UNSUPPORTED_STORAGES or (
+            module.startswith(("torch", "numpy", "ember")) and cls is None):
+        what = ("ember can't load " + _KNOWN_UNSUPPORTED[name] if name in _KNOWN_UNSUPPORTED
+                else "ember has no complex or quantized dtypes" if name in _UNSUPPORTED_STORAGES
+                else "not one ember knows")
+        return pickle.UnpicklingError(
+            f"Weights only load failed. Unsupported global: GLOBAL {full} was not an allowed "
+            f"global ({what}). ember.load never calls code named by a checkpoint: it rebuilds "
+            "tensors, Parameters, storages, torch.Size, dtypes, devices, OrderedDict, plain "
+            "Python containers, numbers and strings, and the classes allowlisted with "
+            "ember.serialization.add_safe_globals. Load the file with torch and re-save the "
+            "plain tensors (e.g. a state_dict) if you trust its source.")
+    fix = _public_name(cls) if cls is not None else full
+    if cls is not None:
+        option = ("Re-running `ember.load` with `weights_only=False` rebuilds ember's own "
+                  "modules, optimizers and schedulers (torch's are mapped to ember's), still "
+                  "without running code from the file.")
+    else:
+        option = ("ember.load never imports a class named by a file, even with "
+                  "weights_only=False: a class of your own must be allowlisted.")
     return pickle.UnpicklingError(
-        f"Weights only load failed. Unsupported global: GLOBAL {full} was not an allowed "
-        f"global{hint}. ember.load never calls code named by a checkpoint: it rebuilds only "
-        "tensors, Parameters, storages, torch.Size, dtypes, devices, OrderedDict and plain "
-        "Python containers, numbers and strings. Load the file with torch and re-save the "
-        "plain tensors (e.g. a state_dict) if you trust its source.")
+        "Weights only load failed. This file can still be loaded, to do so you have two "
+        "options, do those steps only if you trust the source of the checkpoint.\n"
+        f"\t(1) {option}\n"
+        "\t(2) Alternatively, to load with `weights_only=True` please check the recommended "
+        "steps in the following error message.\n"
+        f"\tWeightsUnpickler error: Unsupported global: GLOBAL {full} was not an allowed "
+        f"global by default. Please use `ember.serialization.add_safe_globals([{fix}])` or the "
+        f"`ember.serialization.safe_globals([{fix}])` context manager to allowlist this global "
+        "if you trust this class/function.")
+
+
+# a Module's hook registries: torch pickles OrderedDicts; ember keeps HookDicts and sets
+_HOOK_DICTS = ("_forward_pre_hooks", "_forward_hooks", "_backward_hooks", "_backward_pre_hooks",
+               "_state_dict_hooks", "_state_dict_pre_hooks", "_load_state_dict_pre_hooks",
+               "_load_state_dict_post_hooks")
+_HOOK_SETS = ("_forward_pre_hooks_with_kwargs", "_forward_hooks_with_kwargs",
+              "_forward_hooks_always_called", "_non_persistent_buffers_set")
+
+
+def _module_state(cls: type, state: dict) -> dict:
+    """A module's pickled state (torch's or ember's) in the form ember's class keeps.
+
+    Attributes that are properties in ember (an RNN's ``_flat_weights``) and torch's weak
+    references are dropped: ember derives them. Hook registries become ember's types."""
+    state = {k: v for k, v in state.items()
+             if k != "_flat_weight_refs" and not isinstance(getattr(cls, k, None), property)}
+    for key in _HOOK_DICTS:
+        value = state.get(key)
+        if isinstance(value, dict) and type(value) is not HookDict:
+            state[key] = HookDict(value)
+    for key in _HOOK_SETS:
+        value = state.get(key)
+        if isinstance(value, dict):
+            state[key] = set(value)
+    return state
 
 
 class _RestrictedUnpickler(pickle._Unpickler):
-    """An unpickler whose globals come from an allowlist of ember functions, never imports.
+    """An unpickler whose globals come from an allowlist, never from imports.
 
     NOTE: the pure-Python unpickler, so that BUILD / SETITEMS / APPENDS can be limited to
     the container types they are meant for (the C unpickler calls ``__setstate__`` and
     ``__setitem__`` on whatever object is on the stack).
+
+    Classes come only from the user's allowlist (``add_safe_globals``) or, with
+    ``weights_only=False``, from ember's own modules, optimizers and schedulers. An ember
+    class trusted that way is only instantiated bare (``NEWOBJ`` with no arguments) and given
+    its pickled attributes: its ``__init__`` never runs with arguments from the file.
     """
 
     dispatch: ClassVar[dict] = dict(pickle._Unpickler.dispatch)
 
-    def __init__(self, file, allowed: dict, persistent_load=None):
+    def __init__(self, file, policy: _Policy, persistent_load=None):
         super().__init__(file, encoding="utf-8")
-        self._allowed = allowed
+        self._policy = policy
+        self._allowed = policy.allowed
         self._persistent_load = persistent_load
+        self._classes: dict[type, bool] = {}  # class -> allowlisted by the user
 
     def find_class(self, module: str, name: str):
         if self.proto < 3:
@@ -504,19 +714,87 @@ class _RestrictedUnpickler(pickle._Unpickler):
                 module, name = _compat_pickle.NAME_MAPPING[(module, name)]
             elif module in _compat_pickle.IMPORT_MAPPING:
                 module = _compat_pickle.IMPORT_MAPPING[module]
+        policy = self._policy
         try:
             return self._allowed[(module, name)]
         except (KeyError, TypeError):
-            raise _refusal(module, name) from None
+            pass
+        if not isinstance(module, str) or not isinstance(name, str):
+            raise _refusal(str(module), str(name))
+        obj = policy.user.get(f"{module}.{name}")
+        if obj is None and module == "__main__":
+            # a class torch pickled in a script as __main__.Net: the running script's own
+            # class (under `python -m ember`, the script is __main__), when allowlisted
+            candidate = getattr(sys.modules.get("__main__"), name, None)
+            if id(candidate) in policy.user_objects:
+                obj = candidate
+        if obj is not None:
+            if isinstance(obj, type):
+                self._classes[obj] = True
+            return obj
+        cls = _torch_name_of(module, name) if module.startswith(("torch", "ember")) else None
+        if cls is not None:
+            if id(cls) in policy.user_objects:
+                self._classes[cls] = True
+                return cls
+            if not policy.weights_only:
+                self._classes.setdefault(cls, False)
+                return cls
+        raise _refusal(module, name, policy, cls)
 
     def persistent_load(self, pid):
         if self._persistent_load is None:
             raise pickle.UnpicklingError("ember.load: unexpected persistent id in the pickle")
         return self._persistent_load(pid)
 
+    def _check_new(self, cls, args, kwargs=None) -> None:
+        if self._classes.get(cls) is False and (args or kwargs):
+            raise pickle.UnpicklingError(
+                f"ember.load: refused {cls.__name__}.__new__ with arguments from the file "
+                "(ember's classes are rebuilt bare, then given their pickled state)")
+
+    def _load_newobj(self):
+        args = self.stack.pop()
+        cls = self.stack[-1]
+        self._check_new(cls, args)
+        self.stack[-1] = cls.__new__(cls, *args)
+
+    def _load_newobj_ex(self):
+        kwargs = self.stack.pop()
+        args = self.stack.pop()
+        cls = self.stack[-1]
+        self._check_new(cls, args, kwargs)
+        self.stack[-1] = cls.__new__(cls, *args, **kwargs)
+
+    def _load_reduce(self):
+        args = self.stack.pop()
+        func = self.stack[-1]
+        if self._classes.get(func) is False:
+            raise pickle.UnpicklingError(
+                f"ember.load: refused to call {func.__name__}(...) with arguments from the file "
+                "(allowlist the class with ember.serialization.add_safe_globals to allow it)")
+        self.stack[-1] = func(*args)
+
     def _load_build(self):
-        state = self.stack.pop()
-        inst = self.stack[-1]
+        state = self.stack[-1]
+        inst = self.stack[-2]
+        cls = type(inst)
+        if cls in self._classes:
+            from .nn.modules.module import Module  # lazy: loaded once a class was allowed
+
+            if isinstance(inst, Module):
+                if isinstance(state, tuple) and len(state) == 2 and state[1] is None:
+                    state = state[0]
+                if not isinstance(state, dict) or not all(type(k) is str for k in state):
+                    raise pickle.UnpicklingError(f"ember.load: refused BUILD of "
+                                                 f"{cls.__name__} from {type(state).__name__}")
+                self.stack.pop()
+                inst.__setstate__(_module_state(cls, state))
+                return
+            if self._classes[cls] or isinstance(state, dict):
+                pickle._Unpickler.load_build(self)  # __setstate__, else attributes
+                return
+        self.stack.pop()
         if isinstance(inst, (host.ndarray, host.dtype)) and ("numpy", "ndarray") in self._allowed:
             inst.__setstate__(state)
             return
@@ -527,7 +805,7 @@ class _RestrictedUnpickler(pickle._Unpickler):
             raise pickle.UnpicklingError(
                 f"ember.load: refused BUILD of {type(inst).__name__} from "
                 f"{type(state).__name__} (only attributes of dict subclasses, such as a "
-                "state_dict's _metadata, can be set)")
+                "state_dict's _metadata, and of allowlisted classes can be set)")
         inst.__dict__.update(state)
 
     def _load_setitems(self):
@@ -572,7 +850,16 @@ class _RestrictedUnpickler(pickle._Unpickler):
                                          f"{type(target).__name__}")
         target.update(items)
 
+    def _load_bytearray8(self):
+        # (pickle's own allocates bytearray(<claimed length>) before reading a byte)
+        (n,) = struct.unpack("<Q", self.read(8))
+        self.append(bytearray(self.read(n)))
+
     dispatch[pickle.BUILD[0]] = _load_build
+    dispatch[pickle.BYTEARRAY8[0]] = _load_bytearray8
+    dispatch[pickle.NEWOBJ[0]] = _load_newobj
+    dispatch[pickle.NEWOBJ_EX[0]] = _load_newobj_ex
+    dispatch[pickle.REDUCE[0]] = _load_reduce
     dispatch[pickle.SETITEMS[0]] = _load_setitems
     dispatch[pickle.SETITEM[0]] = _load_setitem
     dispatch[pickle.APPENDS[0]] = _load_appends
@@ -580,10 +867,43 @@ class _RestrictedUnpickler(pickle._Unpickler):
     dispatch[pickle.ADDITEMS[0]] = _load_additems
 
 
-def _unpickle(data, allowed: dict, persistent_load=None, what: str = "data.pkl"):
-    file = io.BytesIO(data) if isinstance(data, (bytes, bytearray)) else data
+class _BoundedReader:
+    """The unpickler's view of its file: a read past the end of the data is refused.
+
+    Pickle opcodes carry their own lengths (``BINBYTES8``, ``BINUNICODE8``, ``LONG4``,
+    ``BINSTRING``, ``FRAME``, ...), and a buffered file allocates a read's full claimed size
+    before reading; checking each read against the bytes left keeps a crafted length from
+    asking for more memory than the file has."""
+
+    __slots__ = ("_end", "_file", "_what")
+
+    def __init__(self, file, end: int, what: str) -> None:
+        self._file, self._end, self._what = file, end, what
+
+    def read(self, n: int = -1) -> bytes:
+        left = self._end - self._file.tell()
+        if n is None or n < 0:
+            n = left
+        elif n > left:
+            raise _corrupt(f"{self._what} claims {n} bytes at offset {self._file.tell()}, but "
+                           f"only {max(left, 0)} remain (the file is truncated or crafted)")
+        return self._file.read(n)
+
+    def readline(self) -> bytes:
+        return self._file.readline(max(self._end - self._file.tell(), 0))
+
+
+def _unpickle(data, policy: _Policy, persistent_load=None, what: str = "data.pkl"):
+    if isinstance(data, (bytes, bytearray)):
+        file, end = io.BytesIO(data), len(data)
+    else:
+        file = data
+        pos = file.tell()
+        end = file.seek(0, io.SEEK_END)
+        file.seek(pos)
     try:
-        return _RestrictedUnpickler(file, allowed, persistent_load).load()
+        return _RestrictedUnpickler(_BoundedReader(file, end, what), policy,
+                                    persistent_load).load()
     except pickle.UnpicklingError as e:
         if str(e).startswith(("Weights only load failed", "ember.load")):
             raise
@@ -597,6 +917,23 @@ def _unpickle(data, allowed: dict, persistent_load=None, what: str = "data.pkl")
 
 def _bfloat16_to_float32(bits):
     return (bits.astype(host.uint32) << 16).view(host.float32)
+
+
+def _bfloat16_dtype():
+    """ml_dtypes' bfloat16 NumPy dtype, or None where the optional package is missing."""
+    try:
+        return _dt._bfloat16_numpy()
+    except ModuleNotFoundError:
+        return None
+
+
+def _from_bfloat16_bits(bits, locations: _Locations):
+    """A bfloat16 storage's bits as ember's bfloat16 (a view), or widened to float32."""
+    bf16 = _bfloat16_dtype()
+    if bf16 is not None:
+        return bits.view(bf16)
+    locations.widened_bfloat16 = True
+    return _bfloat16_to_float32(bits)
 
 
 class _Locations:
@@ -649,18 +986,53 @@ def _fill(array, reader, what: str) -> None:
         got += n
 
 
-def _storage_array(type_: _StorageType, numel) -> tuple:
-    """An empty host array for a storage's bytes, and whether they are bfloat16 bits."""
+def _storage_array(type_: _StorageType, numel, available: int, where: str) -> tuple:
+    """An empty host array for a storage's bytes, and whether they are bfloat16 bits.
+
+    ``available`` is how many bytes the file really has for it: a storage claiming more is
+    refused before anything is allocated, so a small crafted file can't ask for gigabytes."""
     if not isinstance(type_, _StorageType):
         raise _corrupt(f"bad storage type {type_!r}")
     if type(numel) is not int or numel < 0:
         raise _corrupt(f"bad storage size {numel!r}")
+    nbytes = numel * (2 if type_.dtype is None else type_.dtype.itemsize)
+    if nbytes > available:
+        raise _corrupt(f"a {type_!r} of {numel} elements needs {nbytes} bytes, but {where} "
+                       f"holds {available}")
     if type_.dtype is None:  # bfloat16: read the bits, widen to float32 (exact)
         return host.empty(numel, dtype=host.uint16), True
     return host.empty(numel, dtype=type_.dtype), False
 
 
-def _load_zip(zf: zipfile.ZipFile, locations: _Locations, allowed: dict):
+_DEFLATE_MAX_RATIO = 1032  # deflate can't expand its input more than ~1032-fold
+
+
+def _check_zip_records(zf: zipfile.ZipFile, end: int) -> None:
+    """Every record's claimed sizes against the archive's real size, before reading any.
+
+    A stored record must hold exactly its claimed bytes within the file; a deflated one can't
+    claim more than deflate can produce from its compressed bytes."""
+    for info in zf.infolist():
+        if info.header_offset + info.compress_size > end:
+            raise _corrupt(f"record {info.filename} claims {info.compress_size} bytes at offset "
+                           f"{info.header_offset}, past the end of the {end}-byte file "
+                           "(truncated or crafted)")
+        if info.compress_type == zipfile.ZIP_STORED:
+            if info.file_size != info.compress_size:
+                raise _corrupt(f"stored record {info.filename} claims {info.file_size} bytes "
+                               f"but holds {info.compress_size}")
+        elif info.compress_type == zipfile.ZIP_DEFLATED:
+            if info.file_size > info.compress_size * _DEFLATE_MAX_RATIO + 64:
+                raise _corrupt(f"deflated record {info.filename} claims {info.file_size} "
+                               f"bytes from {info.compress_size} compressed ones")
+        else:
+            raise _corrupt(f"record {info.filename} uses zip compression method "
+                           f"{info.compress_type}; torch checkpoints store records "
+                           "uncompressed")
+
+
+def _load_zip(zf: zipfile.ZipFile, locations: _Locations, policy: _Policy, end: int):
+    _check_zip_records(zf, end)
     names = zf.namelist()
     pkl = [n for n in names if n.endswith("data.pkl") and n.count("/") == 1]
     if not pkl:
@@ -682,13 +1054,13 @@ def _load_zip(zf: zipfile.ZipFile, locations: _Locations, allowed: dict):
         key = str(key)
         if key in loaded:
             return loaded[key]
-        array, bf16 = _storage_array(type_, numel)
         name = f"{prefix}data/{key}"
         try:
             info = zf.getinfo(name)
         except KeyError:
             raise _corrupt(f"record {name} is "
                                "missing") from None
+        array, bf16 = _storage_array(type_, numel, info.file_size, f"record {name}")
         if info.file_size != array.nbytes:
             raise _corrupt(f"record {name} holds "
                                f"{info.file_size} bytes, but its {type_!r} of {numel} "
@@ -698,29 +1070,30 @@ def _load_zip(zf: zipfile.ZipFile, locations: _Locations, allowed: dict):
         if byteorder != sys.byteorder:
             array.byteswap(inplace=True)
         if bf16:
-            locations.widened_bfloat16 = True
-            array = _bfloat16_to_float32(array)
+            array = _from_bfloat16_bits(array, locations)
         storage = _Storage(locations.restore(array, location))
         loaded[key] = storage
         return storage
 
-    return _unpickle(zf.read(pkl[0]), allowed, persistent_load, pkl[0])
+    return _unpickle(zf.read(pkl[0]), policy, persistent_load, pkl[0])
 
 
-def _load_legacy(fh: BinaryIO, locations: _Locations, allowed: dict):
+def _load_legacy(fh: BinaryIO, locations: _Locations, policy: _Policy, end: int):
     """torch's pre-1.6 format: magic, protocol and sys-info pickles, the object pickle, the
     list of storage keys, then each storage as an int64 element count and its bytes."""
-    magic = _unpickle(fh, {}, what="the header")
+    header = _Policy({}, True)
+    magic = _unpickle(fh, header, what="the header")
     if magic != _LEGACY_MAGIC:
         raise RuntimeError("ember.load: not a torch/ember checkpoint (invalid magic number; "
                            "corrupt file?)")
-    protocol = _unpickle(fh, {}, what="the header")
+    protocol = _unpickle(fh, header, what="the header")
     if protocol != _LEGACY_PROTOCOL:
         raise RuntimeError(f"ember.load: invalid protocol version: {protocol}")
-    sys_info = _unpickle(fh, {}, what="the header")
+    sys_info = _unpickle(fh, header, what="the header")
     little = sys_info.get("little_endian", True) if isinstance(sys_info, dict) else True
     roots: dict[str, tuple] = {}  # key -> (host array, location)
     views: dict[str, _Storage] = {}
+    claimed = [0]  # bytes the storages seen so far need: together they must fit in the file
 
     def persistent_load(pid):
         if not isinstance(pid, tuple) or len(pid) < 5 or pid[0] != "storage":
@@ -729,12 +1102,16 @@ def _load_legacy(fh: BinaryIO, locations: _Locations, allowed: dict):
         view_meta = pid[5] if len(pid) > 5 else None
         key = str(key)
         if key not in roots:
-            array, bf16 = _storage_array(type_, numel)
-            if bf16:
+            available = end - fh.tell() - claimed[0]
+            array, bf16 = _storage_array(type_, numel, available, "the rest of the file")
+            claimed[0] += array.nbytes
+            if bf16 and _bfloat16_dtype() is None:
                 raise RuntimeError("ember.load: bfloat16 storages in torch's legacy (non-zip) "
-                                   "format are not supported; re-save the file with torch.save")
-            roots[key] = (array, location)
-        array = roots[key][0]
+                                   "format need the ml_dtypes package; re-save the file with "
+                                   "torch.save, or pip install ml_dtypes")
+            # the bits are read into ``array`` later; bfloat16 tensors view them as such
+            roots[key] = (array, location, array.view(_bfloat16_dtype()) if bf16 else array)
+        array = roots[key][2]
         if view_meta is None:
             view_key, start, count = key, 0, array.size
         else:
@@ -747,14 +1124,14 @@ def _load_legacy(fh: BinaryIO, locations: _Locations, allowed: dict):
             views[view_key] = _Storage(array[start:start + count])
         return views[view_key]
 
-    result = _unpickle(fh, allowed, persistent_load)
-    keys = _unpickle(fh, {}, what="the storage keys")
+    result = _unpickle(fh, policy, persistent_load)
+    keys = _unpickle(fh, header, what="the storage keys")
     if not isinstance(keys, list):
         raise _corrupt("bad storage key list")
     for key in keys:
         if str(key) not in roots:
             raise _corrupt(f"storage {key} is unused")
-        array, location = roots[str(key)]
+        array, location = roots[str(key)][:2]
         head = fh.read(8)
         if len(head) != 8:
             raise _corrupt(f"storage {key} is truncated")
@@ -786,10 +1163,19 @@ def load(f, map_location=None, pickle_module=None, *, weights_only: bool | None 
     Loading never runs code from the file, whatever ``weights_only`` says: pickled globals
     resolve only against an allowlist (tensor and Parameter rebuilds, storage types,
     ``torch.Size``, dtypes, devices, ``OrderedDict``/``Counter``, sets, complex, bytes) of
-    ember-side functions, and anything else raises ``pickle.UnpicklingError`` naming the
-    global, without importing or calling it. ``weights_only=False`` only adds NumPy arrays
-    and scalars (plain data) to that list. bfloat16 tensors load as float32 (exactly), with a
-    warning. ``mmap`` is accepted for torch compatibility; the data is read into memory.
+    ember-side functions plus the user's ``add_safe_globals`` entries, and anything else
+    raises ``pickle.UnpicklingError`` naming the global and the fix, without importing or
+    calling it.
+
+    ``weights_only=True`` (the default, as in torch 2.6+; ``None`` means the same): whole
+    modules and optimizers load only when their classes are allowlisted, torch's error and
+    remedy included. ``weights_only=False``: also NumPy arrays, ``defaultdict``, and ember's
+    own ``nn``/``optim`` classes (``torch.nn.modules.linear.Linear`` loads as
+    ``ember.nn.Linear``), built bare and given their pickled attributes (``__init__`` never
+    runs); a user's own class (``__main__.Net``) still needs ``add_safe_globals``, since
+    ember never imports what a file names. bfloat16 tensors load as bfloat16 (as float32, with
+    a warning, without ml_dtypes). ``mmap`` is accepted for torch compatibility; the data is
+    read into memory.
     """
     if pickle_module is not None and pickle_module is not pickle:
         raise RuntimeError("Can not safely load weights when explicit pickle_module is "
@@ -798,11 +1184,12 @@ def load(f, map_location=None, pickle_module=None, *, weights_only: bool | None 
         raise ValueError("ember.load: unsupported encoding")
     if pickle_load_args:
         raise TypeError(f"load() got unexpected keyword arguments {sorted(pickle_load_args)}")
-    allowed = _SAFE if weights_only or weights_only is None else _unsafe_extras()
+    weights_only = weights_only is None or bool(weights_only)  # torch: None means True
+    policy = _Policy(_SAFE if weights_only else _unsafe_extras(), weights_only)
     locations = _Locations(map_location)
     if isinstance(f, (str, os.PathLike)):
         with open(f, "rb") as fh:
-            result = _load_from(fh, locations, allowed, os.fspath(f))
+            result = _load_from(fh, locations, policy, os.fspath(f))
     else:
         if not hasattr(f, "read"):
             raise AttributeError(f"ember.load: expected a path or a binary file object, "
@@ -810,16 +1197,17 @@ def load(f, map_location=None, pickle_module=None, *, weights_only: bool | None 
         seekable = getattr(f, "seekable", None)
         if seekable is None or not seekable():
             f = io.BytesIO(f.read())
-        result = _load_from(f, locations, allowed, getattr(f, "name", "<file object>"))
+        result = _load_from(f, locations, policy, getattr(f, "name", "<file object>"))
     if locations.widened_bfloat16:
         warnings.warn("ember has no bfloat16 dtype: bfloat16 tensors were loaded as float32 "
                       "(exactly: every bfloat16 value is a float32)", UserWarning, stacklevel=2)
     return result
 
 
-def _load_from(fh: BinaryIO, locations: _Locations, allowed: dict, name) -> Any:
+def _load_from(fh: BinaryIO, locations: _Locations, policy: _Policy, name) -> Any:
     start = fh.tell()
     head = fh.read(4)
+    end = fh.seek(0, io.SEEK_END)
     fh.seek(start)
     if not head:
         raise RuntimeError(f"ember.load: {name!s} is empty: not a checkpoint")
@@ -831,11 +1219,11 @@ def _load_from(fh: BinaryIO, locations: _Locations, allowed: dict, name) -> Any:
                                f"zip archive ({e}); the file is truncated or damaged") from e
         with zf:
             try:
-                return _load_zip(zf, locations, allowed)
+                return _load_zip(zf, locations, policy, end)
             except (zipfile.BadZipFile, EOFError, OSError, zipfile.LargeZipFile) as e:
                 raise RuntimeError(f"ember.load: corrupt checkpoint {name!s}: {e}") from e
     if head[:1] == b"\x80":  # a pickle: torch's legacy format
-        return _load_legacy(fh, locations, allowed)
+        return _load_legacy(fh, locations, policy, end)
     raise RuntimeError(f"ember.load: {name!s} is not a torch/ember checkpoint (it starts with "
                        f"{head!r}, neither a zip archive nor a pickle)")
 

@@ -513,3 +513,95 @@ def test_trains_an_nn_module_like_torch(torch):
         np.testing.assert_allclose(ep.detach().cpu().numpy(), tp.detach().numpy(), rtol=1e-4,
                                    atol=1e-5)
     assert eo.state_dict()["param_groups"] == to.state_dict()["param_groups"]
+
+
+# ---- odd shapes: 0-d, empty and non-contiguous parameters --------------------------------
+SHAPE_CASES = [*CASES, ("SGD", {"lr": 0.1, "momentum": 0.9, "nesterov": True,
+                                "weight_decay": 0.1}),
+               ("RMSprop", {"lr": 0.01, "momentum": 0.9, "centered": True,
+                            "weight_decay": 0.1})]
+SHAPE_IDS = [f"{n}-{'-'.join(f'{k}={v}' for k, v in kw.items()) or 'default'}"
+             for n, kw in SHAPE_CASES]
+
+
+def _odd_params(lib):
+    """A 0-d, an empty, a transposed (non-contiguous) and a strided-slice parameter."""
+    rng = np.random.default_rng(1)
+    base = rng.standard_normal((5, 3)).astype(np.float32)
+    wide = rng.standard_normal((4, 6)).astype(np.float32)
+    return [lib.nn.Parameter(lib.tensor(np.float32(0.7))),
+            lib.nn.Parameter(lib.zeros((0, 3))),
+            lib.nn.Parameter(lib.tensor(base).t()),
+            lib.nn.Parameter(lib.tensor(wide)[:, ::2])]
+
+
+ODD_GRADS = [[RNG.standard_normal(s).astype(np.float32) for s in [(), (0, 3), (3, 5), (4, 3)]]
+             for _ in range(6)]
+
+
+@pytest.mark.parametrize(("name", "kwargs"), SHAPE_CASES, ids=SHAPE_IDS)
+def test_zero_dim_empty_and_noncontiguous_params_match_torch(torch, name, kwargs):
+    ep, tp = _odd_params(ember), _odd_params(torch)
+    assert not tp[2].is_contiguous() and not ep[2].is_contiguous()
+    eo = getattr(eoptim, name)(ep, **kwargs)
+    to = getattr(torch.optim, name)(tp, **kwargs)
+    for grads in ODD_GRADS:
+        for e, t, g in zip(ep, tp, grads):
+            e.grad = ember.tensor(g)
+            t.grad = torch.tensor(g)
+        eo.step()
+        to.step()
+        for e, t in zip(ep, tp):
+            assert e.shape == tuple(t.shape)
+            np.testing.assert_allclose(e.detach().numpy(), t.detach().numpy(), rtol=2e-6,
+                                       atol=2e-6)
+    for k, ts in to.state_dict()["state"].items():
+        es = eo.state_dict()["state"][k]
+        assert es.keys() == ts.keys()
+        for key, tv in ts.items():
+            assert tuple(es[key].shape) == tuple(tv.shape), key
+            np.testing.assert_allclose(es[key].numpy(), tv.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape", [(), "t"])
+def test_lbfgs_on_odd_shapes_matches_torch(torch, shape):
+    def make(lib):
+        if shape == "t":
+            t = lib.tensor([[1.0, -2.0], [0.5, 3.0], [2.0, 1.0]]).t()
+            # torch's LBFGS can't .view(-1) a non-contiguous grad: it gets a contiguous copy
+            return lib.nn.Parameter(t if lib is ember else t.contiguous())
+        return lib.nn.Parameter(lib.full(shape, 1.5))
+
+    ep, tp = make(ember), make(torch)
+    eo = eoptim.LBFGS([ep], lr=0.5, max_iter=5)
+    to = torch.optim.LBFGS([tp], lr=0.5, max_iter=5)
+
+    def closure(opt, p, lib):
+        def run():
+            opt.zero_grad()
+            loss = ((p - 0.3) ** 4).sum() + (p ** 2).sum()
+            loss.backward()
+            return loss
+        return run
+
+    for _ in range(3):
+        el = eo.step(closure(eo, ep, ember))
+        tl = to.step(closure(to, tp, torch))
+        np.testing.assert_allclose(el.item(), tl.item(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(ep.detach().numpy(), tp.detach().numpy(), rtol=1e-5,
+                                   atol=1e-6)
+
+
+def test_lbfgs_on_empty_params_raises_like_torch(torch):
+    for lib, optim in ((torch, torch.optim), (ember, eoptim)):
+        p = lib.nn.Parameter(lib.zeros(0))
+        opt = optim.LBFGS([p])
+
+        def closure(opt=opt, p=p):
+            opt.zero_grad()
+            loss = (p ** 2).sum()
+            loss.backward()
+            return loss
+
+        with pytest.raises(RuntimeError, match=r"max\(\): Expected reduction dim"):
+            opt.step(closure)

@@ -308,7 +308,19 @@ def test_torch_optimizer_state_dict_loads_in_ember(torch, tmp_path):
             np.testing.assert_array_equal(out["state"][i][k].cpu().numpy(), v.cpu().numpy())
 
 
-def test_torch_bfloat16_loads_as_float32_with_a_warning(torch, tmp_path):
+def test_torch_bfloat16_loads_as_bfloat16(torch, tmp_path):
+    pytest.importorskip("ml_dtypes")
+    t = torch.tensor([1.5, -2.25, 3e38, 1e-30]).to(torch.bfloat16)
+    torch.save({"t": t, "legacy": t}, tmp_path / "bf.pt")
+    torch.save(t, tmp_path / "bf_legacy.pt", _use_new_zipfile_serialization=False)
+    for out in (ember.load(tmp_path / "bf.pt")["t"], ember.load(tmp_path / "bf_legacy.pt")):
+        assert out.dtype == ember.bfloat16
+        np.testing.assert_array_equal(out.float().numpy(), t.float().numpy())
+
+
+def test_torch_bfloat16_loads_as_float32_with_a_warning_without_ml_dtypes(torch, tmp_path,
+                                                                            monkeypatch):
+    monkeypatch.setattr(serialization, "_bfloat16_dtype", lambda: None)
     t = torch.tensor([1.5, -2.25, 3e38, 1e-30]).to(torch.bfloat16)
     torch.save(t, tmp_path / "bf.pt")
     with pytest.warns(UserWarning, match="bfloat16"):
@@ -356,6 +368,8 @@ def test_ember_files_load_in_torch_every_dtype(torch, tmp_path, dtype):
     ember.save({"t": t, "scalar": t[1, 2].clone()}, tmp_path / "e.pt")
     out = torch.load(tmp_path / "e.pt", weights_only=True)
     assert str(out["t"].dtype) == str(dtype)
+    if dtype is ember.bfloat16:  # torch has no NumPy bfloat16: compare as float32
+        out["t"], t = out["t"].float(), t.float()
     np.testing.assert_array_equal(out["t"].cpu().numpy(), t.cpu().numpy())
     assert out["scalar"].dim() == 0 and out["scalar"].item() == t[1, 2].item()
 

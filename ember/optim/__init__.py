@@ -13,6 +13,15 @@ from .radam import RAdam
 from .rmsprop import RMSprop
 from .sgd import SGD
 
+
+def __getattr__(name: str):
+    # torch.optim imports swa_utils eagerly; ember loads it (and ember.nn) on first use
+    if name == "swa_utils":
+        import importlib
+
+        return importlib.import_module(".swa_utils", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 __all__ = [
            "LBFGS",
            "SGD",
@@ -26,4 +35,5 @@ __all__ = [
            "RAdam",
            "RMSprop",
            "lr_scheduler",
+           "swa_utils",
 ]

@@ -279,6 +279,10 @@ class LBFGS(Optimizer):
         state["func_evals"] += 1
 
         flat_grad = self._gather_flat_grad()
+        if not flat_grad.size:  # torch's error from max() of the empty flat gradient
+            raise RuntimeError("max(): Expected reduction dim to be specified for "
+                               "input.numel() == 0. Specify the reduction dim with the 'dim' "
+                               "argument.")
         opt_cond = abs(flat_grad).max() <= tolerance_grad
         if opt_cond:  # optimal condition
             return orig_loss

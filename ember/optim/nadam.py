@@ -58,7 +58,7 @@ class NAdam(Optimizer):
         mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * momentum_decay)))
         mu_product_t = state["mu_product"]._data
         mu_product_t *= mu  # a float32 product, as torch's 0-d state tensor
-        mu_product = float(mu_product_t)
+        mu_product = mu_product_t.item()
 
         m, v = _update_moments(state, g, beta1, beta2)
         denom = v / bias_correction2

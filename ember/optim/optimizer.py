@@ -377,7 +377,10 @@ class Optimizer:
                         d *= 1 - lr * weight_decay
                     else:
                         g = g + weight_decay * d
-                self._update(d, g, state, group, lr, step)
+                if d.ndim:
+                    self._update(d, g, state, group, lr, step)
+                else:
+                    self._update_0d(d, g, state, group, lr, step)
                 _bump(p)
         return loss
 
@@ -397,6 +400,27 @@ class Optimizer:
         the parameter's state, ``step`` the new step count as a float (None when the rule
         counts no steps)."""
         raise NotImplementedError(f"{type(self).__name__} must implement step() or _update()")
+
+    def _update_0d(self, d, g, state: dict[str, Any] | None, group: dict[str, Any],
+                   lr: float, step: float | None) -> None:
+        """``_update`` for a 0-d parameter, run on 1-element views of it and its state.
+
+        NOTE: NumPy returns scalars, not 0-d arrays, from arithmetic on 0-d arrays, so the
+        rules' in-place steps (``out=``, ``+=`` on a state buffer) would fail or update a
+        copy. Views of shape (1,) share the 0-d arrays' memory, so every rule stays as written.
+        """
+        d1 = d.reshape(1)
+        g1 = xp_of(d).asarray(g).reshape(1)
+        if state is None:
+            self._update(d1, g1, None, group, lr, step)
+            return
+        views = {k: _make(v._data.reshape(1)) if isinstance(v, Tensor) else v
+                 for k, v in state.items()}
+        before = dict(views)
+        self._update(d1, g1, views, group, lr, step)
+        for k, v in views.items():  # state the rule created or replaced, back to 0-d
+            if before.get(k) is not v:
+                state[k] = _make(v._data.reshape(())) if isinstance(v, Tensor) else v
 
     def add_param_group(self, param_group: dict[str, Any]) -> None:
         """Add a group of parameters with its own options (missing ones from ``defaults``)."""
