@@ -1,0 +1,22 @@
+"""``ember.nn.parallel``: ``DataParallel`` as torch runs it on a machine without GPUs.
+
+With no accelerator torch's ``DataParallel`` keeps ``device_ids = []`` and its forward calls
+the wrapped module directly; ember always runs that way. ``data_parallel`` (the functional
+form) raises torch's ``RuntimeError`` there, and so it does here. ``DistributedDataParallel``
+is not available yet: it needs ``torch.distributed``.
+"""
+
+from __future__ import annotations
+
+from .data_parallel import DataParallel, data_parallel
+
+__all__ = ["DataParallel", "data_parallel"]
+
+_NOT_YET = {"DistributedDataParallel", "replicate", "scatter", "parallel_apply", "gather"}
+
+
+def __getattr__(name: str):
+    if name in _NOT_YET:  # torch's names that need devices or torch.distributed
+        raise AttributeError(f"module 'ember.nn.parallel' has no attribute '{name}': ember has "
+                             f"no torch.distributed support or multi-device backend yet")
+    raise AttributeError(f"module 'ember.nn.parallel' has no attribute '{name}'")
