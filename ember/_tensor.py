@@ -578,6 +578,14 @@ class Tensor:
                                "tensor.detach().numpy() instead.")
         return self._data if dtype is None else self._data.astype(dtype)
 
+    def __array_wrap__(self, array, context=None, return_scalar: bool = False) -> Tensor:
+        """NumPy ufuncs on tensors (``np.exp(t)``, ``np.add(t, 1)``) give tensors, as in torch:
+        NumPy's result dtype, a bool result as uint8 (torch's ``__array_wrap__``)."""
+        array = host.asarray(array)
+        if array.dtype == host.bool_:
+            array = array.astype(host.uint8)
+        return _make(array)
+
     def item(self):
         """The single value as a Python number."""
         if self._data.size != 1:

@@ -9,8 +9,9 @@ An op module declares each public op once, where it is defined::
 and everything else derives from that: ``ember.abs`` and ``ember.absolute``, ``Tensor.abs``
 and ``Tensor.absolute``, ``Tensor.abs_``/``absolute_`` (through the one in-place mechanism,
 ``ops/inplace.py``), ``Tensor.__abs__``, and torch's NumPy-style keyword aliases (``axis=``
-for ``dim=``, ``keepdims=`` for ``keepdim=``), which torch's argument parser accepts for every
-op with those arguments. ``bind`` installs the Tensor forms once all op modules are loaded;
+for ``dim=``, ``keepdims=`` for ``keepdim=``, ``x=``/``a=``/``x1=`` for ``input=``, ``x2=`` for
+``other=``), which torch's argument parser accepts for every op with those arguments, and
+varargs by name (``flip(x, dims=(0,))``). ``bind`` installs the Tensor forms once all op modules are loaded;
 ``exports`` lists the ``ember.X`` names.
 """
 
@@ -20,7 +21,9 @@ import functools
 from collections.abc import Callable
 
 # torch's argument parser accepts these NumPy spellings for every op that has the argument
-KEYWORD_ALIASES = {"axis": "dim", "keepdims": "keepdim"}
+# (``numpy_compatibility_arg_names`` in torch/csrc/utils/python_arg_parser.cpp)
+KEYWORD_ALIASES = {"axis": "dim", "keepdims": "keepdim", "x": "input", "a": "input",
+                   "x1": "input", "x2": "other"}
 
 
 class OpInfo:
@@ -52,6 +55,11 @@ class OpInfo:
         """The function as users call it: with torch's keyword aliases where it takes them."""
         return _with_keyword_aliases(self.fn)
 
+    @property
+    def public_method(self) -> Callable:
+        """The method form as users call it (the tensor is ``self``: no ``input`` alias)."""
+        return _with_keyword_aliases(self.fn if self.method is True else self.method, True)
+
 
 REGISTRY: dict[str, OpInfo] = {}
 
@@ -73,33 +81,70 @@ def register(fn: Callable | None = None, *, name: str | None = None,
     return deco(fn) if fn is not None else deco
 
 
-def _with_keyword_aliases(fn: Callable) -> Callable:
-    """``fn`` accepting ``axis=``/``keepdims=`` for its ``dim``/``keepdim`` arguments."""
-    cached = _ALIASED.get(fn)
+def _with_keyword_aliases(fn: Callable, method: bool = False) -> Callable:
+    """``fn`` accepting torch's keyword spellings: the NumPy names of ``KEYWORD_ALIASES`` for
+    the parameters it has, and its ``*varargs`` by name (``flip(x, dims=(0,))``,
+    ``x.view(size=(2, 3))``). For a method the tensor itself is ``self``: no alias for it.
+
+    NOTE: ``fn`` itself when it has none of these: the wrapper costs a call frame (~0.1 µs),
+    which only its keyword path (``_bind_keywords``) adds to."""
+    key = (fn, method)
+    cached = _ALIASED.get(key)
     if cached is not None:
         return cached
     code = getattr(fn, "__code__", None)  # (inspect.signature costs ms over all ops at import)
-    params = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount] if code else ()
-    renames = {a: p for a, p in KEYWORD_ALIASES.items() if p in params and a not in params}
-    if not renames:
-        _ALIASED[fn] = fn
+    if code is None:
+        _ALIASED[key] = fn
         return fn
+    n = code.co_argcount + code.co_kwonlyargcount
+    params = code.co_varnames[:n]
+    varargs = code.co_varnames[n] if code.co_flags & _CO_VARARGS else None
+    skip = params[:1] if method else ()
+    renames = {a: p for a, p in KEYWORD_ALIASES.items()
+               if p in params and p not in skip and a not in params}
+    if not renames and varargs is None:
+        _ALIASED[key] = fn
+        return fn
+    positions = {p: i for i, p in enumerate(params[:code.co_argcount])}
+    name = fn.__name__
 
     @functools.wraps(fn)
     def aliased(*args, **kwargs):
         if kwargs:
-            for alias, real in renames.items():
-                if alias in kwargs:
-                    if real in kwargs:
-                        raise TypeError(f"{fn.__name__}() got both '{real}' and its alias "
-                                        f"'{alias}'")
-                    kwargs[real] = kwargs.pop(alias)
-        return fn(*args, **kwargs)
+            args, kwargs = _bind_keywords(name, args, kwargs, renames, positions, varargs)
+            return fn(*args, **kwargs)
+        return fn(*args)
 
-    _ALIASED[fn] = aliased
+    _ALIASED[key] = aliased
     return aliased
 
 
+def _bind_keywords(name: str, args: tuple, kwargs: dict, renames: dict, positions: dict,
+                   varargs: str | None) -> tuple[tuple, dict]:
+    """The keyword path of an aliased op: aliases renamed, varargs given by name moved to the
+    positional ones. A parameter given twice is torch's TypeError (it names the alias)."""
+    taken: dict = {}  # real name -> the alias that gave it
+    for alias, real in renames.items():
+        if alias in kwargs:
+            if real in kwargs or len(args) > positions.get(real, len(args)):
+                # torch's parser keeps the last spelling and reports the one before it
+                raise TypeError(f"{name}() got an unexpected keyword argument "
+                                f"'{taken.get(real, alias)}'")
+            kwargs[real] = kwargs.pop(alias)
+            taken[real] = alias
+    if varargs is not None and varargs in kwargs:
+        if len(args) > len(positions):
+            raise TypeError(f"{name}() got multiple values for argument '{varargs}'")
+        value = kwargs.pop(varargs)
+        rest = [kwargs.pop(p) for p in tuple(positions)[len(args):] if p in kwargs]
+        if len(args) + len(rest) < len(positions):
+            missing = tuple(positions)[len(args) + len(rest)]
+            raise TypeError(f"{name}() missing required argument '{missing}'")
+        args = (*args, *rest, value)
+    return args, kwargs
+
+
+_CO_VARARGS = 0x04
 _ALIASED: dict = {}
 
 
@@ -123,7 +168,7 @@ def bind(tensor_cls: type, inplace_form: Callable[[Callable, str], Callable]) ->
     for info in REGISTRY.values():
         names = (info.name, *info.aliases)
         if info.method:
-            meth = info.public if info.method is True else _with_keyword_aliases(info.method)
+            meth = info.public_method
             for n in names:
                 setattr(tensor_cls, n, meth)
         if info.inplace:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from .._backend import dtypes as _dt
 from .._backend import host, xp_of
 from .._tensor import Tensor, _make
-from ._op import BinaryOp, Op, apply1, promote
+from ._op import BinaryOp, Op, apply1, broadcast_error, promote
 from ._registry import register
 from .arithmetic import (
     _as_dtype,
@@ -378,6 +378,54 @@ bitwise_or = register(_bitwise("bitwise_or", "bitwise_or"), inplace=True,
 
 bitwise_xor = register(_bitwise("bitwise_xor", "bitwise_xor"), inplace=True,
                          operators=("__xor__", "__rxor__", "__ixor__"))
+
+
+def _shift(name: str, left: bool):
+    """torch's shifts: a shift by a negative amount or by at least the dtype's width gives 0
+    (a right shift of a negative signed value: -1), where C and NumPy leave it undefined."""
+    def fn(input, other) -> Tensor:
+        a, b = promote(input, other)
+        xp = xp_of(a, b)
+        dt = xp.result_type(a, b)
+        if dt.kind in "fb":
+            err = broadcast_error(_shape(a), _shape(b))  # torch checks shapes first
+            if err is not None:
+                raise err
+            raise NotImplementedError(f"\"{'l' if left else 'r'}shift_cpu\" not implemented "
+                                      f"for '{scalar_name(_dt.from_numpy_dtype(dt))}'")
+        a = xp.asarray(a, dtype=dt)
+        amount = xp.asarray(b)  # (the shift's own dtype: -1 must stay -1 for a uint8 result)
+        valid = (amount >= 0) & (amount < dt.itemsize * 8)
+        amount = xp.where(valid, amount, 0).astype(dt)
+        try:
+            if left:
+                out = xp.where(valid, xp.left_shift(a, amount), 0)
+            else:
+                out = xp.where(valid, xp.right_shift(a, amount), xp.where(a < 0, -1, 0))
+        except ValueError:
+            _raise_not_broadcastable(a, amount)
+        return _make(xp.asarray(out, dtype=dt))
+    fn.__name__ = name
+    fn.__doc__ = f"``torch.{name}`` (``{'<<' if left else '>>'}``): torch's shift semantics."
+    return fn
+
+
+bitwise_left_shift = register(_shift("bitwise_left_shift", True), inplace=True,
+                              operators=("__lshift__", "__ilshift__"))
+bitwise_right_shift = register(_shift("bitwise_right_shift", False), inplace=True,
+                               operators=("__rshift__", "__irshift__"))
+
+
+@register(method=False, export=False, operators=("__rlshift__",))
+def _rlshift(self: Tensor, other) -> Tensor:
+    """``n << x``."""
+    return bitwise_left_shift(other, self)
+
+
+@register(method=False, export=False, operators=("__rrshift__",))
+def _rrshift(self: Tensor, other) -> Tensor:
+    """``n >> x``."""
+    return bitwise_right_shift(other, self)
 
 
 @register(inplace=True)

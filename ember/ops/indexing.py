@@ -36,7 +36,10 @@ _BASIC = (int, slice, type(None), type(Ellipsis))
 def normalize_key(key):
     """An array index for ``key``: tensors become arrays, and a 1-tuple is kept a tuple."""
     if not isinstance(key, tuple):
-        key = (key,)
+        if key.__class__ is list and _sequence_as_tuple(key):
+            key = tuple(key)
+        else:
+            key = (key,)
     out = []
     for k in key:
         if isinstance(k, Tensor):
@@ -55,8 +58,9 @@ def normalize_key(key):
                                  else "step must be greater than zero")
         elif isinstance(k, _BASIC):
             pass
-        elif isinstance(k, list) or is_array(k):
-            k = host.asarray(k) if isinstance(k, list) else k
+        elif isinstance(k, (list, tuple, range)) or is_array(k):  # a sequence: one index tensor
+            if not is_array(k):
+                k = host.asarray(k if isinstance(k, range) else _tensors_to_ints(k))
             if k.dtype.kind == "f":
                 if k.size:
                     raise IndexError("tensors used as indices must be long, int, byte or bool "
@@ -68,6 +72,32 @@ def normalize_key(key):
                              f"{type(k).__name__})")
         out.append(k)
     return tuple(out)
+
+
+_SEQUENCE_KEY_WARNING = (
+    "Using a non-tuple sequence for multidimensional indexing is deprecated and will be changed "
+    "in pytorch 2.9; use x[tuple(seq)] instead of x[seq]. In pytorch 2.9 this will be "
+    "interpreted as tensor index, x[torch.tensor(seq)], which will result either in an error "
+    "or a different result")
+
+
+def _sequence_as_tuple(key: list) -> bool:
+    """torch's (and old NumPy's) rule for ``x[list]``: a short list holding a tensor, a
+    sequence, a slice, None or Ellipsis is a tuple of indices (with torch's deprecation
+    warning); any other list is one index tensor."""
+    if len(key) >= 32:
+        return False
+    for k in key:
+        if isinstance(k, (Tensor, list, tuple, range, slice)) or k is None or k is Ellipsis:
+            warnings.warn(_SEQUENCE_KEY_WARNING, UserWarning, stacklevel=4)
+            return True
+    return False
+
+
+def _tensors_to_ints(seq: list) -> list:
+    """A (nested) list index with any 0-d tensors in it as Python numbers."""
+    return [k.item() if isinstance(k, Tensor) else
+            _tensors_to_ints(k) if isinstance(k, (list, tuple)) else k for k in seq]
 
 
 def keys_on(key: tuple, a) -> tuple:
@@ -110,7 +140,8 @@ def _basic_name(key: tuple) -> str:
             return "SelectBackward0"
         if k is None:
             return "UnsqueezeBackward0"
-        if isinstance(k, slice) and k != slice(None):
+        # (no ``k != slice(None)``: bounds may be 0-d tensors, whose == is elementwise)
+        if isinstance(k, slice) and not (k.start is None and k.stop is None and k.step is None):
             return "SliceBackward0"
     if any(isinstance(k, slice) for k in key):
         return "SliceBackward0"

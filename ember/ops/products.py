@@ -183,10 +183,10 @@ def check_vectors(input: Tensor, other: Tensor) -> None:
 
 
 @register
-def dot(input: Tensor, other: Tensor) -> Tensor:
-    """``torch.dot``: 1-D . 1-D."""
-    check_vectors(input, other)
-    return DotBackward0.apply(input, other)
+def dot(input: Tensor, tensor: Tensor) -> Tensor:
+    """``torch.dot``: 1-D . 1-D (torch names the second argument ``tensor``)."""
+    check_vectors(input, tensor)
+    return DotBackward0.apply(input, tensor)
 
 
 @register

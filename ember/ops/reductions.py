@@ -407,26 +407,36 @@ def amin(input: Tensor, dim=(), keepdim: bool = False) -> Tensor:
     return _amax_amin(AminBackward0, input, dim, keepdim, "amin")
 
 
-@register
-def argmax(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
-    """``torch.argmax``: index of the first maximum (of the flattened input if dim is None)."""
+def _arg_extreme(input: Tensor, dim, keepdim: bool, fn: str) -> Tensor:
+    """argmax/argmin: torch's IndexError for an empty input or an empty reduced dim."""
     a = input._data
     xp = xp_of(a)
     if dim is None:
-        return _make(xp.asarray(xp.argmax(a), dtype=host.int64))
+        if not a.size:
+            raise IndexError(f"{fn}(): Expected reduction dim to be specified for "
+                             "input.numel() == 0.")
+        out = getattr(xp, fn)(a)
+        if keepdim:  # torch: keepdim without dim keeps every dim (as size 1)
+            out = xp.reshape(out, (1,) * a.ndim)
+        return _make(xp.asarray(out, dtype=host.int64))
     d = _wrap_dim(dim, a.ndim)
-    return _make(xp.asarray(xp.argmax(a, axis=d, keepdims=keepdim), dtype=host.int64))
+    if a.ndim and not a.shape[d]:
+        raise IndexError(f"{fn}(): Expected reduction dim {d} to have non-zero size.")
+    if not a.ndim:
+        return _make(xp.zeros((), dtype=host.int64))
+    return _make(xp.asarray(getattr(xp, fn)(a, axis=d, keepdims=keepdim), dtype=host.int64))
+
+
+@register
+def argmax(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
+    """``torch.argmax``: index of the first maximum (of the flattened input if dim is None)."""
+    return _arg_extreme(input, dim, keepdim, "argmax")
 
 
 @register
 def argmin(input: Tensor, dim=None, keepdim: bool = False) -> Tensor:
-    """``torch.argmin``."""
-    a = input._data
-    xp = xp_of(a)
-    if dim is None:
-        return _make(xp.asarray(xp.argmin(a), dtype=host.int64))
-    d = _wrap_dim(dim, a.ndim)
-    return _make(xp.asarray(xp.argmin(a, axis=d, keepdims=keepdim), dtype=host.int64))
+    """``torch.argmin``: index of the first minimum (of the flattened input if dim is None)."""
+    return _arg_extreme(input, dim, keepdim, "argmin")
 
 
 @register
@@ -765,3 +775,67 @@ def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Te
     a = input._data
     counted = _make(~xp_of(a).isnan(a)).sum(dim, keepdim=keepdim)
     return nansum(input, dim, keepdim, dtype=dtype) / counted
+
+
+# --------------------------------------------------------------------------- counting
+
+
+@register
+def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Tensor:
+    """``torch.bincount``: occurrences of each value of a 1-D non-negative integer tensor
+    (summed ``weights`` instead, float32 weights staying float32 and others giving float64, as
+    torch). Not differentiable."""
+    a = input._data
+    xp = xp_of(a)
+    if a.dtype.kind not in "iu":
+        raise NotImplementedError(f"\"bincount_cpu\" not implemented for "
+                                  f"'{scalar_name(input.dtype)}'")
+    if minlength < 0:
+        raise RuntimeError("minlength should be >= 0")
+    if a.ndim != 1 or (a.size and a.min() < 0):
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    w = None
+    if weights is not None:
+        w = weights._data
+        if w.ndim != 1 or w.shape[0] != a.shape[0]:
+            raise RuntimeError("weights should be 1-d and have the same length as input")
+        w = w.astype(host.float32 if w.dtype == host.float32 else host.float64)
+    out = xp.bincount(a, weights=w, minlength=minlength)  # (NumPy sums weights in float64)
+    return _make(out.astype(host.int64 if w is None else w.dtype, copy=False))
+
+
+def _c_float(v: float) -> str:
+    """A float as torch's C++ messages print it (``1``, ``2.5``, ``inf``)."""
+    return f"{v:g}"
+
+
+@register
+def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Tensor:
+    """``torch.histc``: counts in ``bins`` equal-width bins over [min, max] (the data's range
+    if min == max; widened by 1 either side if still equal); elements outside are ignored, an
+    element equal to ``max`` counts in the last bin. Not differentiable."""
+    a = input._data
+    xp = xp_of(a)
+    if a.dtype.kind != "f":
+        raise NotImplementedError(f"\"histogram_cpu\" not implemented for "
+                                  f"'{scalar_name(input.dtype)}'")
+    if bins <= 0:
+        raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
+    lo, hi = float(min), float(max)
+    if lo == hi and a.size:
+        lo, hi = float(a.min()), float(a.max())
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise RuntimeError(f"torch.histc: range of [{_c_float(lo)}, {_c_float(hi)}] is not "
+                           "finite")
+    if lo > hi:
+        raise RuntimeError("torch.histc: max must be larger than min")
+    # NOTE: torch's linear binning, in the input's dtype: pos = (x - lo) * bins / (hi - lo),
+    # with the edges as its linspace makes them
+    left, right = a.dtype.type(lo), a.dtype.type(hi)
+    flat = a.reshape(-1)
+    flat = flat[(flat >= left) & (flat <= right)]
+    pos = ((flat - left) * bins / (right - left)).astype(host.int64)
+    pos = xp.minimum(pos, bins - 1)
+    return _make(xp.bincount(pos, minlength=bins).astype(a.dtype))

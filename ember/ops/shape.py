@@ -258,15 +258,15 @@ def _infer_shape(shape: tuple, numel: int, in_shape) -> tuple:
 
 
 @register(export=False)
-def view(input: Tensor, *shape) -> Tensor:
+def view(input: Tensor, *size) -> Tensor:
     """``Tensor.view``: same data, new shape; fails when strides don't allow it."""
-    if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list, Size, Tensor)):
-        dt = to_dtype(shape[0])
+    if len(size) == 1 and not isinstance(size[0], (int, tuple, list, Size, Tensor)):
+        dt = to_dtype(size[0])
         if dt.np.itemsize != input._data.itemsize:
             raise NotImplementedError("view(dtype) between dtypes of different sizes is not "
                                       "supported by ember yet")
         return view_op(DtypeViewBackward, input, dt.np)
-    shape = _infer_shape(_shape_arg(shape, "view"), input._data.size, input._data.shape)
+    shape = _infer_shape(_shape_arg(size, "view"), input._data.size, input._data.shape)
     return view_op(ViewBackward0, input, shape)
 
 
@@ -338,11 +338,17 @@ def unflatten(input: Tensor, dim: int, sizes) -> Tensor:
     return view(input, shp[:d] + sizes + shp[d + 1:])
 
 
-@register(aliases=("swapaxes", "swapdims"))
+@register(aliases=("swapdims",))
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     """``torch.transpose``: swap two dims (a view)."""
     nd = input._data.ndim
     return view_op(TransposeBackward0, input, _wrap_dim(dim0, nd), _wrap_dim(dim1, nd))
+
+
+@register
+def swapaxes(input: Tensor, axis0: int, axis1: int) -> Tensor:
+    """``torch.swapaxes``: ``transpose`` under NumPy's name, with NumPy's argument names."""
+    return transpose(input, axis0, axis1)
 
 
 @register
@@ -389,9 +395,9 @@ def unsqueeze(input: Tensor, dim: int) -> Tensor:
 
 
 @register(export=False)
-def expand(input: Tensor, *sizes) -> Tensor:
+def expand(input: Tensor, *size) -> Tensor:
     """``Tensor.expand``: broadcast to ``sizes`` without copying (-1 keeps a dim)."""
-    sizes = _shape_arg(sizes, "expand")
+    sizes = _shape_arg(size, "expand")
     shp = input._data.shape
     nd = len(sizes)
     if nd < len(shp):
@@ -1047,6 +1053,69 @@ def rot90(input: Tensor, k: int = 1, dims=(0, 1)) -> Tensor:
         raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {dims[0]} "
                            f"and dim1 = {dims[1]}")
     return apply1(Rot90Backward0, input, int(k) % 4, wrapped)
+
+
+# --------------------------------------------------------------------------- sliding windows
+
+
+class UnfoldBackward0(ViewOp):
+    """unfold(dim, size, step): a strided view whose last dim holds each window of ``dim``;
+    d/dinput = each window's gradient added back where it came from (windows may overlap)."""
+
+    __slots__ = ("dim", "shape", "size", "step")
+
+    def forward(self, a, dim, size, step):
+        self.shape, self.dim, self.size, self.step = a.shape, dim, size, step
+        xp = xp_of(a)
+        if not a.ndim:
+            return xp.lib.stride_tricks.as_strided(a, (size,), (0,))
+        n, st = a.shape[dim], a.strides[dim]
+        shape = a.shape[:dim] + ((n - size) // step + 1,) + a.shape[dim + 1:] + (size,)
+        strides = a.strides[:dim] + (st * step,) + a.strides[dim + 1:] + (st,)
+        return xp.lib.stride_tricks.as_strided(a, shape, strides)
+
+    def backward(self, grad):
+        return apply1(UnfoldBackwardBackward0, grad, self.shape, self.dim, self.size, self.step)
+
+
+class UnfoldBackwardBackward0(Op):
+    """unfold's backward: zeros of the input's shape with each window's gradient added at its
+    place; d/dgrad = unfold again."""
+
+    __slots__ = ("dim", "size", "step")
+
+    def forward(self, g, shape, dim, size, step):
+        self.dim, self.size, self.step = dim, size, step
+        out = xp_of(g).zeros(shape, dtype=g.dtype)
+        if not len(shape):
+            return out + g.sum()
+        count = g.shape[dim]
+        for j in range(size):  # offset j of every window: distinct places, one strided add
+            where = (slice(None),) * dim + (slice(j, j + step * (count - 1) + 1, step),)
+            out[where] += g[..., j]
+        return out
+
+    def backward(self, grad):
+        return view_op(UnfoldBackward0, grad, self.dim, self.size, self.step)
+
+
+def _unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:
+    """``Tensor.unfold``: every window of ``size`` elements of ``dimension``, ``step`` apart,
+    as a new last dim; a view sharing memory, as in torch."""
+    a = input._data
+    d = _wrap_dim(dimension, a.ndim)
+    n = a.shape[d] if a.ndim else 1
+    if size > n:
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is {n} but size is {size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    if size < 0:
+        raise RuntimeError(f"size is {size} but must be >= 0")
+    return view_op(UnfoldBackward0, input, d, size, step)
+
+
+# torch has ``Tensor.unfold`` only (``torch.unfold`` does not exist; ``F.unfold`` is im2col)
+register(_unfold, name="unfold", export=False)
 
 
 # --------------------------------------------------------------------------- diagonals

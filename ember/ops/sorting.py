@@ -1,4 +1,5 @@
-"""Order statistics: sort, argsort, msort, topk, kthvalue, median/nanmedian, mode, unique, aminmax.
+"""Order statistics: sort, argsort, msort, topk, kthvalue, median/nanmedian, mode, unique, aminmax;
+searching sorted rows: searchsorted, bucketize.
 
 Ops that select values (sort, topk, kthvalue, median with dim, mode) send each output's
 gradient back to the index it was taken from, as torch's ``value_selecting_reduction_backward``;
@@ -10,10 +11,12 @@ from __future__ import annotations
 from collections import namedtuple
 
 from .._backend import host, xp_of
+from .._backend.dtypes import _FROM_NP
 from .._tensor import Tensor, _make, _wrap_dim
 from ..autograd.grad_mode import state as _grad_state
 from ._op import Op, record_op, record_outputs
 from ._registry import register
+from .arithmetic import scalar_name
 from .indexing import _scatter_into
 from .reductions import _all_if_empty, _expand_back, reduce_dims
 
@@ -381,3 +384,83 @@ def aminmax(input: Tensor, *, dim=None, keepdim: bool = False):
                 raise IndexError(f"aminmax: Expected reduction dim {d} to have non-zero size.")
     node = object.__new__(AminmaxBackward0)
     return aminmax_result(*record_outputs(node, (input,), node.forward(a, dims, keepdim)))
+
+
+# --------------------------------------------------------------------------- searching
+
+
+def _search(seq, values, right: bool, sorter, out_int32: bool):
+    """Insertion points of the array ``values`` in the sorted rows of ``seq`` (1-D, or the
+    innermost dim with leading dims equal to those of ``values``)."""
+    xp = xp_of(seq)
+    side = "right" if right else "left"
+    common = xp.result_type(seq, values)  # compare in the promoted dtype, as torch
+    seq, values = seq.astype(common, copy=False), values.astype(common, copy=False)
+    if seq.ndim == 1:
+        out = xp.searchsorted(seq, values, side=side, sorter=sorter)
+    else:
+        rows, n = seq.reshape(-1, seq.shape[-1]), values.shape[-1]
+        flat = values.reshape(rows.shape[0], n)
+        order = None if sorter is None else sorter.reshape(rows.shape)
+        out = xp.stack([xp.searchsorted(rows[i], flat[i], side=side,
+                                        sorter=None if order is None else order[i])
+                        for i in range(rows.shape[0])]).reshape(values.shape) if n else \
+            xp.zeros(values.shape, host.int64)
+    return _make(xp.asarray(out, dtype=host.int32 if out_int32 else host.int64))
+
+
+@register(method=False)
+def searchsorted(sorted_sequence: Tensor, input, *, out_int32: bool = False,
+                 right: bool = False, side: str | None = None, sorter=None) -> Tensor:
+    """``torch.searchsorted``: where ``input`` would be inserted to keep each innermost row of
+    ``sorted_sequence`` sorted (``right``/``side='right'``: after equal elements). Not
+    differentiable (integer result)."""
+    if side is not None:
+        if side not in ("left", "right"):
+            raise RuntimeError(f"torch.searchsorted(): side can only be 'left' or 'right' but "
+                               f"got {side}")
+        if right and side == "left":
+            raise RuntimeError("torch.searchsorted(): side and right can't be set to "
+                               "opposites, got side of left while right was True")
+        right = side == "right"
+    seq = sorted_sequence._data
+    xp = xp_of(seq)
+    if isinstance(input, Tensor):
+        values = input._data
+    else:
+        if seq.ndim != 1:
+            raise RuntimeError("torch.searchsorted(): input value can be a scalar only when "
+                               f"boundaries tensor dimension is 1, but we got boundaries tensor "
+                               f"dim({seq.ndim}) and input value's dim(0) numel(1)")
+        values = xp.asarray(input)
+    if seq.ndim == 0:
+        raise RuntimeError("torch.searchsorted(): boundaries tensor should have positive "
+                           "dimension, but got 0 dimension")
+    if seq.ndim != 1 and seq.shape[:-1] != values.shape[:-1]:
+        raise RuntimeError("torch.searchsorted(): boundaries tensor should be 1 dimension or "
+                           "the first N-1 dimensions of boundaries tensor and input value "
+                           f"tensor must match, but we got boundaries tensor {list(seq.shape)} "
+                           f"and input value tensor {list(values.shape)}")
+    order = None
+    if sorter is not None:
+        order = sorter._data
+        if order.shape != seq.shape:
+            raise RuntimeError("torch.searchsorted(): boundary and sorter must have the same "
+                               f"size, but got boundary tensor {list(seq.shape)}and got sorter "
+                               f"tensor {list(order.shape)}")
+        if order.dtype != host.int64:
+            raise RuntimeError("torch.searchsorted(): sorter must be a tensor of long dtype but "
+                               f"got dtype {scalar_name(_FROM_NP[order.dtype])}")
+    return _search(seq, values, right, order, out_int32)
+
+
+@register(method=False)
+def bucketize(input, boundaries: Tensor, *, out_int32: bool = False,
+              right: bool = False) -> Tensor:
+    """``torch.bucketize``: the bucket of each element of ``input`` among the 1-D sorted
+    ``boundaries`` (``right``: a value equal to a boundary goes to the bucket after it)."""
+    b = boundaries._data
+    if b.ndim != 1:
+        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({b.ndim})")
+    values = input._data if isinstance(input, Tensor) else xp_of(b).asarray(input)
+    return _search(b, values, right, None, out_int32)

@@ -384,3 +384,35 @@ OPS += [
     OpCase("refuse_addcmul_scalar", lambda m, x, a: m.addcmul(x, a, 2.0), [S((3,), (3,))],
            F32, grad=False),
 ]
+
+# ---- shifts (ember/ops/comparison.py): negative and oversized amounts as torch defines them
+_SHIFTS = np.array([-1, 0, 1, 3, 7, 8, 31, 32, 63, 64, 100])
+_SHIFTED = np.array([1, -8, 5, 127, -1, 0, 3, 2, -128, 64, 9])
+OPS += [
+    OpCase("bitwise_left_shift", lambda m, x, y: m.bitwise_left_shift(x, y),
+           [S((3, 4), (3, 4), domain=positive), S((3, 4), 2), S((3, 4), (4,), domain=positive),
+            S(_SHIFTED, _SHIFTS), S((0, 3), 1)], ("int64", "int32", "uint8"), grad=False),
+    OpCase("bitwise_right_shift", lambda m, x, y: x.bitwise_right_shift(y),
+           [S((3, 4), (3, 4), domain=positive), S(nc(3, 4), 1), S(_SHIFTED, _SHIFTS)],
+           ("int64", "int32", "uint8"), grad=False),
+    OpCase("shift_operators", lambda m, x, y: (x << y, x >> y, 3 << x, -64 >> x),
+           [S(_SHIFTED.clip(0, 9), _SHIFTS), S((3, 4), 2, domain=positive)], ("int64",),
+           grad=False),
+    OpCase("shift_inplace", lambda m, x, y: (x.clone().bitwise_left_shift_(y),
+                                             x.clone().bitwise_right_shift_(y)),
+           [S((3, 4), (4,), domain=positive), S(_SHIFTED, _SHIFTS)], ("int64", "int32"),
+           grad=False),
+    OpCase("shift_inplace_operators", lambda m, x, y: _ishift(x.clone(), y),
+           [S((3, 4), 2, domain=positive), S(_SHIFTED, _SHIFTS)], ("int64",), grad=False),
+    OpCase("shift_bool_promotes", lambda m, x: (x << 1, x >> True),
+           [S(np.array([True, False]))], ("int64",), grad=False),
+    OpCase("refuse_shift", lambda m, x, y: x << y,
+           [S((3,), (3,)), S((3,), 1.5), S(np.array([True]), np.array([True])),
+            S((3,), (2,))], ("float32", "int64"), grad=False),
+]
+
+
+def _ishift(x, y):
+    x <<= y
+    x >>= 1
+    return x

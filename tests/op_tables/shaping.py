@@ -230,3 +230,24 @@ OPS += [
     OpCase("refuse_bernoulli_p", lambda m, x, p: x.bernoulli_(p),
            [S((3,), np.array([0.5, 0.5])), S((3,), np.array([1.5, 0.5, 0.5]))], grad=False),
 ]
+
+# ---- Tensor.unfold: a strided view of overlapping (or gapped) windows
+OPS += [
+    OpCase("unfold", lambda m, x, *a: x.unfold(*a),
+           [S((7,), 0, 3, 2), S((7,), 0, 2, 3), S((3, 4), 1, 2, 1), S(nc(3, 4), 0, 2, 1),
+            S((2, 3, 4), -2, 3, 1), S((), 0, 1, 1), S((7,), 0, 0, 1), S((0, 3), 1, 3, 1),
+            S(st(2, 6), 1, 3, 3)], NUMERIC),
+    OpCase("unfold_keywords", lambda m, x: x.unfold(dimension=0, size=2, step=1) * 2,
+           [S((4, 2))]),
+    OpCase("unfold_write_through", lambda m, x: _write_window(x.clone()), [S((6,))]),
+    OpCase("refuse_unfold", lambda m, x, *a: x.unfold(*a),
+           [S((7,), 0, 8, 1), S((7,), 0, 2, 0), S((7,), 0, -1, 1), S((7,), 1, 2, 1),
+            S((), 0, 2, 1)], grad=False),
+]
+
+
+def _write_window(x):
+    """An in-place write through an unfold view lands in its base (overlapping windows)."""
+    w = x.unfold(0, 3, 1)
+    w[1].mul_(2)
+    return x
