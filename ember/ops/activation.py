@@ -536,6 +536,9 @@ class PreluKernelBackward0(Op):
 @register
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     """``F.prelu``: one slope, or one per channel (dim 1)."""
+    from ..amp import _state as _amp  # the autocast hook (lazy: keeps this file's imports)
+    if _amp.active:  # autocast: lower-precision op
+        input, weight = _amp.lower(input, weight)
     n = weight._data.size
     nd = input._data.ndim
     if n != 1:

@@ -1,5 +1,5 @@
-"""Pooling (``F.*``; torch.max_pool1d, ... where torch has them): max/avg pool 1d/2d, adaptive
-pools. The lp pools, composites, are in ``nn.functional.pooling``.
+"""Pooling (``F.*``; torch.max_pool1d, ... where torch has them): max/avg pool 1d/2d/3d, adaptive
+pools, max unpooling. The lp pools, composites, are in ``nn.functional.pooling``.
 
 Max pools take the running maximum over the kernel offsets of a window view (one vectorised
 step per offset, torch's tie rule: the first maximum wins, a NaN always wins) and record flat
@@ -7,6 +7,9 @@ indices into each input plane; their derivative scatters the gradient to those i
 that scatter's derivative gathers from them. Average pools are separable linear maps
 (``vision.AxisMap``): k strided taps along each axis, weighted by torch's divisor. The 1-d
 forms run the 2-d op on an unsqueezed input, as torch does (so their node is SqueezeBackward1).
+The 2-d and 3-d forms share one N-d implementation of each pool; only torch's argument checks
+(whose order and wording differ between its 2-d and 3-d kernels) are per dimension.
+Max unpooling writes each value at its index (torch's rule); its derivative gathers there.
 """
 
 from __future__ import annotations
@@ -17,13 +20,15 @@ from .._backend import host, ndarray, xp_of
 from .._tensor import Tensor, _make
 from ._op import Op, apply1
 from ._registry import register
-from .vision import AxisMap, _shape_str, apply_maps, ntuple, pad_array, windows
+from .vision import AxisMap, _shape_str, apply_maps, ntuple, pad_array, scalar_type_name, windows
 
 __all__ = [
-    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d",
+    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
     "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d", "adaptive_max_pool2d_with_indices",
-    "avg_pool1d", "avg_pool2d", "max_pool1d", "max_pool1d_with_indices", "max_pool2d",
-    "max_pool2d_with_indices"
+    "adaptive_max_pool3d", "adaptive_max_pool3d_with_indices", "avg_pool1d", "avg_pool2d",
+    "avg_pool3d", "max_pool1d", "max_pool1d_with_indices", "max_pool2d",
+    "max_pool2d_with_indices", "max_pool3d", "max_pool3d_with_indices", "max_unpool1d",
+    "max_unpool2d", "max_unpool3d"
 ]
 
 
@@ -41,11 +46,11 @@ class IndexScatter(Op):
     """Sum ``grad`` (..., *out) into zeros (..., *size) at flat plane indices ``idx``: the
     derivative of a max pool. Its own derivative gathers at the same indices."""
 
-    __slots__ = ("idx", "unique")
+    __slots__ = ("idx", "nd", "unique")
 
     def forward(self, g, idx, size, unique):
-        self.idx, self.unique = idx, unique
-        lead = g.shape[:-2]
+        self.idx, self.nd, self.unique = idx, len(size), unique
+        lead = g.shape[:g.ndim - len(size)]
         plane = math.prod(size)
         rows = math.prod(lead)
         flat = _global_index(idx, rows, plane)
@@ -60,17 +65,18 @@ class IndexScatter(Op):
         return out.reshape(*lead, *size)
 
     def backward(self, grad):
-        return apply1(IndexGather, grad, self.idx, self.unique)
+        return apply1(IndexGather, grad, self.idx, self.nd, self.unique)
 
 
 class IndexGather(Op):
-    """Take (..., *size) at flat plane indices ``idx`` (..., *out); derivative: IndexScatter."""
+    """Take (..., *size) at flat indices ``idx`` (..., *out) into each of its planes (the last
+    ``nd`` axes); derivative: IndexScatter."""
 
     __slots__ = ("idx", "size", "unique")
 
-    def forward(self, a, idx, unique):
-        self.idx, self.size, self.unique = idx, a.shape[-2:], unique
-        plane = a.shape[-2] * a.shape[-1]
+    def forward(self, a, idx, nd, unique):
+        self.idx, self.size, self.unique = idx, a.shape[a.ndim - nd:], unique
+        plane = math.prod(self.size)
         rows = a.size // plane if plane else 0
         return a.reshape(-1)[_global_index(idx, rows, plane)].reshape(idx.shape)
 
@@ -84,8 +90,8 @@ class _IndexedPool(Op):
 
     __slots__ = ("idx", "size", "unique")
 
-    def forward(self, a, values, idx, unique):
-        self.idx, self.size, self.unique = idx, a.shape[-2:], unique
+    def forward(self, a, values, idx, nd, unique):
+        self.idx, self.size, self.unique = idx, a.shape[a.ndim - nd:], unique
         return values
 
     def backward(self, grad):
@@ -96,8 +102,20 @@ class MaxPool2DWithIndicesBackward0(_IndexedPool):
     __slots__ = ()
 
 
+class MaxPool3DWithIndicesBackward0(_IndexedPool):
+    __slots__ = ()
+
+
 class AdaptiveMaxPool2DBackward0(_IndexedPool):
     __slots__ = ()
+
+
+class AdaptiveMaxPool3DBackward0(_IndexedPool):
+    __slots__ = ()
+
+
+_MAX_POOL_NODES = {2: MaxPool2DWithIndicesBackward0, 3: MaxPool3DWithIndicesBackward0}
+_ADAPTIVE_MAX_NODES = {2: AdaptiveMaxPool2DBackward0, 3: AdaptiveMaxPool3DBackward0}
 
 
 def _running_max(views, shape, dtype):
@@ -138,6 +156,9 @@ def _last_nan_or_first_max(views, shape):
 
 # --------------------------------------------------------------------------- shapes and checks
 
+_WORDS = {2: "two", 3: "three"}
+
+
 def _out_size(n, k, s, p, d, ceil_mode) -> int:
     """torch's pooling_output_shape: floor (or ceil) windows, the last one starting inside."""
     span = d * (k - 1) + 1
@@ -147,22 +168,25 @@ def _out_size(n, k, s, p, d, ceil_mode) -> int:
     return out
 
 
-def _pool_args(name, kernel_size, stride, padding, dilation):
-    kernel = _pair_arg(kernel_size, name, "kernel_size")
+def _pool_args(name, kernel_size, stride, padding, dilation, nd=2):
+    """kernel, stride (default: the kernel), padding, dilation as ``nd``-tuples, refusing
+    sequences of another length in torch's words (avg_pool3d's drop "either")."""
+    either = "" if name == "avg_pool3d" else "either "
+    n = _WORDS[nd]
+
+    def arg(v, what, forms="a single int"):
+        if isinstance(v, (list, tuple)) and len(v) not in (1, nd):
+            verb = "be either" if what == "dilation" else f"{either}be"
+            raise RuntimeError(f"{name}: {what} must {verb} {forms}, or a tuple of {n} ints")
+        return ntuple(v, nd)
+
+    kernel = arg(kernel_size, "kernel_size")
     stride = kernel if stride is None or (isinstance(stride, (list, tuple)) and not stride) \
-        else _pair_arg(stride, name, "stride")
-    padding = _pair_arg(padding, name, "padding")
-    dilation = _pair_arg(dilation, name, "dilation")
-    return kernel, stride, padding, dilation
+        else arg(stride, "stride", "omitted, a single int")
+    return kernel, stride, arg(padding, "padding"), arg(dilation, "dilation")
 
 
-def _pair_arg(v, name, what):
-    if isinstance(v, (list, tuple)) and len(v) not in (1, 2):
-        raise RuntimeError(f"{name}: {what} must either be a single int, or a tuple of two ints")
-    return ntuple(v, 2)
-
-
-def _check_pool2d(shape, kernel, stride, padding, dilation, ceil_mode, what="effective "):
+def _check_pool2d(shape, kernel, stride, padding, dilation, ceil_mode):
     """torch's pool2d_shape_check, returning the output size."""
     if 0 in stride:
         raise RuntimeError("stride should not be zero")
@@ -196,44 +220,108 @@ def _check_pool2d(shape, kernel, stride, padding, dilation, ceil_mode, what="eff
     return out
 
 
+def _check_pool3d(shape, kernel, stride, padding, dilation, ceil_mode, fn: str):
+    """torch's 3-d checks in its order: the rank, pooling_output_shape per axis, then
+    pool3d_shape_check (``fn`` names the kernel; avg_pool3d also wants input >= kernel)."""
+    if len(shape) not in (4, 5):
+        raise RuntimeError("non-empty 4D or 5D (batch mode) tensor expected for input")
+    out = []
+    for n, k, s, p, d in zip(shape[-3:], kernel, stride, padding, dilation):
+        if s == 0:
+            raise RuntimeError("stride should not be zero")
+        if p < 0:
+            raise RuntimeError(f"pad must be non-negative, but got pad: {p}")
+        if p > int((d * (k - 1) + 1) / 2):  # C++ division truncates
+            raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
+                               f"pad={p}, kernel_size={k} and dilation={d}")
+        out.append(_out_size(n, k, s, p, d, ceil_mode))
+    (kt, kh, kw), (st, sh, sw), (dt, dh, dw) = kernel, stride, dilation
+    if min(kernel) <= 0:
+        raise RuntimeError(f"kernel size should be greater than zero, but got kT: {kt} kH: {kh} "
+                           f"kW: {kw}")
+    if min(stride) <= 0:
+        raise RuntimeError(f"stride should be greater than zero, but got dT: {st} dH: {sh} "
+                           f"dW: {sw}")
+    if min(dilation) <= 0:
+        raise RuntimeError(f"dilation should be greater than zero, but got dilationT: {dt} "
+                           f"dilationH: {dh} dilationW: {dw}")
+    if 0 in shape[len(shape) - 4:]:
+        raise RuntimeError(f"{fn}: Expected input's non-batch dimensions to have positive length,"
+                           f" but input has a shape of {_shape_str(shape)} and non-batch "
+                           "dimension 0 has length zero!")
+    c, t, h, w = shape[-4:]
+    if fn == "avg_pool3d()" and (t < kt or h < kh or w < kw):
+        raise RuntimeError(f"input image (T: {t} H: {h} W: {w}) smaller than kernel size "
+                           f"(kT: {kt} kH: {kh} kW: {kw})")
+    if any(p > k // 2 for p, k in zip(padding, kernel)):
+        (pt, ph, pw) = padding
+        raise RuntimeError("pad should be smaller than or equal to half of kernel size, but got "
+                           f"kT: {kt} kW: {kw} kH: {kh} padT: {pt} padW: {pw} padH: {ph}")
+    if min(out) < 1:
+        raise RuntimeError(f"Given input size: ({c}x{t}x{h}x{w}). Calculated output size: "
+                           f"({c}x{out[0]}x{out[1]}x{out[2]}). Output size is too small")
+    return tuple(out)
+
+
 # --------------------------------------------------------------------------- max pool
 
-def _max_pool2d_arrays(a, kernel, stride, padding, dilation, out):
-    """Values and flat plane indices of a 2-d max pool of ``a`` (..., H, W)."""
-    h, w = a.shape[-2:]
+def _plane_strides(sizes) -> list:
+    """Row-major strides of a plane of ``sizes`` (the flat index of a position)."""
+    return [math.prod(sizes[k + 1:]) for k in range(len(sizes))]
+
+
+def _along(xp, v, k: int, nd: int):
+    """``v`` (1-d) shaped to broadcast along axis ``k`` of ``nd`` trailing axes."""
+    return v.reshape([-1 if j == k else 1 for j in range(nd)])
+
+
+def _max_pool_arrays(a, kernel, stride, padding, dilation, out):
+    """Values and flat plane indices of an N-d max pool of ``a`` (..., *spatial)."""
+    nd = len(kernel)
+    sizes = a.shape[a.ndim - nd:]
     his = [max((o - 1) * s + d * (k - 1) + 1 - n - p, 0)
-           for o, s, d, k, n, p in zip(out, stride, dilation, kernel, (h, w), padding)]
+           for o, s, d, k, n, p in zip(out, stride, dilation, kernel, sizes, padding)]
     fill = -math.inf if a.dtype.kind == "f" else host.iinfo(a.dtype).min
     padded = pad_array(a, [(p, hi) for p, hi in zip(padding, his)], fill)
-    win = windows(padded, kernel, stride, dilation, out)  # (..., OH, OW, kh, kw)
-    views = (win[..., i, j] for i in range(kernel[0]) for j in range(kernel[1]))
-    vals, arg = _running_max(views, win.shape[:-2], a.dtype)
+    win = windows(padded, kernel, stride, dilation, out)  # (..., *out, *kernel)
+    lead = (Ellipsis,)
+    views = (win[lead + k] for k in host.ndindex(*kernel))
+    vals, arg = _running_max(views, win.shape[:win.ndim - nd], a.dtype)
     # flat index = window origin + the offset of the winning tap (a lookup, no divmod)
     xp = xp_of(a)
-    origin = ((xp.arange(out[0]) * stride[0] - padding[0])[:, None] * w
-              + xp.arange(out[1]) * stride[1] - padding[1])
-    offsets = (xp.arange(kernel[0])[:, None] * (dilation[0] * w)
-               + xp.arange(kernel[1]) * dilation[1]).ravel()
+    strides = _plane_strides(sizes)
+    origin = sum(_along(xp, (xp.arange(o) * s - p) * w, k, nd)
+                 for k, (o, s, p, w) in enumerate(zip(out, stride, padding, strides)))
+    offsets = sum(_along(xp, xp.arange(kk) * (d * w), k, nd)
+                  for k, (kk, d, w) in enumerate(zip(kernel, dilation, strides))).ravel()
     idx = offsets.take(arg)
     idx += origin
     return vals, idx
 
 
-def _max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, name="max_pool2d"):
-    kernel, stride, padding, dilation = _pool_args(name, kernel_size, stride, padding, dilation)
-    out = _check_pool2d(tuple(input.shape), kernel, stride, padding, dilation, ceil_mode)
+def _max_pool(input, nd, kernel_size, stride, padding, dilation, ceil_mode,
+              name=None):
+    name = name or f"max_pool{nd}d"
+    kernel, stride, padding, dilation = _pool_args(name, kernel_size, stride, padding, dilation,
+                                                   nd)
+    shape = tuple(input.shape)
+    if nd == 2:
+        out = _check_pool2d(shape, kernel, stride, padding, dilation, ceil_mode)
+    else:
+        out = _check_pool3d(shape, kernel, stride, padding, dilation, ceil_mode,
+                            "max_pool3d_with_indices_out_cpu_template()")
     a = input._data
-    vals, idx = _max_pool2d_arrays(a, kernel, stride, padding, dilation, out)
+    vals, idx = _max_pool_arrays(a, kernel, stride, padding, dilation, out)
     # windows that cannot overlap send each gradient to its own element: a plain put
     unique = all(s >= d * (k - 1) + 1 for s, d, k in zip(stride, dilation, kernel))
-    y = MaxPool2DWithIndicesBackward0.apply(input, params=(vals, idx, unique))
+    y = _MAX_POOL_NODES[nd].apply(input, params=(vals, idx, nd, unique))
     return y, _make(idx)
 
 
 def max_pool2d_with_indices(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
                             ceil_mode: bool = False, return_indices: bool = False):
     """torch.nn.functional.max_pool2d_with_indices: (values, flat indices into each plane)."""
-    return _max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode)
+    return _max_pool(input, 2, kernel_size, stride, padding, dilation, ceil_mode)
 
 
 @register(method=False)
@@ -241,7 +329,22 @@ def max_pool2d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
                ceil_mode: bool = False, return_indices: bool = False):
     """torch.nn.functional.max_pool2d over a (N, C, H, W) or (C, H, W) input; stride defaults
     to kernel_size; padding counts as -inf; ``return_indices`` also gives flat plane indices."""
-    y, idx = _max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode)
+    y, idx = _max_pool(input, 2, kernel_size, stride, padding, dilation, ceil_mode)
+    return (y, idx) if return_indices else y
+
+
+def max_pool3d_with_indices(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode: bool = False, return_indices: bool = False):
+    """torch.nn.functional.max_pool3d_with_indices: (values, flat indices into each volume)."""
+    return _max_pool(input, 3, kernel_size, stride, padding, dilation, ceil_mode)
+
+
+@register(method=False)
+def max_pool3d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
+               ceil_mode: bool = False, return_indices: bool = False):
+    """torch.nn.functional.max_pool3d over a (N, C, D, H, W) or (C, D, H, W) input; as
+    max_pool2d, one more axis."""
+    y, idx = _max_pool(input, 3, kernel_size, stride, padding, dilation, ceil_mode)
     return (y, idx) if return_indices else y
 
 
@@ -274,7 +377,7 @@ def max_pool1d_with_indices(input: Tensor, kernel_size, stride=None, padding=0, 
     o = _out_size(input.shape[-1], k, s, p, d, ceil_mode)
     if o < 1:
         raise RuntimeError(f"max_pool1d() Invalid computed output size: {o}")
-    y, idx = _max_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, p), (1, d), ceil_mode)
+    y, idx = _max_pool(input.unsqueeze(-2), 2, (1, k), (1, s), (0, p), (1, d), ceil_mode)
     return y.squeeze(-2), idx.squeeze(-2)
 
 
@@ -304,6 +407,28 @@ def _avg_map(axis, n, k, s, p, out, count_include_pad, fixed) -> AxisMap:
     return AxisMap(axis, n, [(o * s + t, weight) for t in range(k)], pad=(p, hi))
 
 
+def _avg_pool(input: Tensor, nd: int, kernel_size, stride, padding, ceil_mode: bool,
+              count_include_pad: bool, divisor_override) -> Tensor:
+    """N-d average pooling: one ``_avg_map`` per axis (the divisor override on the first)."""
+    name = f"avg_pool{nd}d"
+    kernel, stride, padding, _ = _pool_args(name, kernel_size, stride, padding, 1, nd)
+    shape = tuple(input.shape)
+    if nd == 2:
+        out = _check_pool2d(shape, kernel, stride, padding, (1, 1), ceil_mode)
+        if divisor_override is not None and divisor_override == 0:
+            raise RuntimeError("divisor must be not zero")
+    else:
+        if len(shape) in (4, 5) and divisor_override is not None and divisor_override == 0:
+            raise RuntimeError("divisor must be not zero")  # checked before the shapes
+        out = _check_pool3d(shape, kernel, stride, padding, (1,) * nd, ceil_mode, "avg_pool3d()")
+    fixed = [None] * nd if divisor_override is None else \
+        [1.0 / divisor_override] + [1.0] * (nd - 1)
+    sizes = shape[len(shape) - nd:]
+    maps = [_avg_map(k - nd, sizes[k], kernel[k], stride[k], padding[k], out[k],
+                     count_include_pad, fixed[k]) for k in range(nd)]
+    return apply_maps(f"AvgPool{nd}DBackward0", input, maps)
+
+
 def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
                count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
     """torch.nn.functional.avg_pool2d: window means over a (N, C, H, W) or (C, H, W) input,
@@ -311,17 +436,16 @@ def avg_pool2d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bo
     if input.dim() < 3:
         raise IndexError(f"Dimension out of range (expected to be in range of "
                          f"[{-max(input.dim(), 1)}, {max(input.dim(), 1) - 1}], but got -3)")
-    kernel, stride, padding, _ = _pool_args("avg_pool2d", kernel_size, stride, padding, 1)
-    out = _check_pool2d(tuple(input.shape), kernel, stride, padding, (1, 1), ceil_mode)
-    if divisor_override is not None and divisor_override == 0:
-        raise RuntimeError("divisor must be not zero")
-    h, w = input.shape[-2:]
-    fixed = (None, None) if divisor_override is None else (1.0 / divisor_override, 1.0)
-    maps = [_avg_map(-2, h, kernel[0], stride[0], padding[0], out[0], count_include_pad,
-                     fixed[0]),
-            _avg_map(-1, w, kernel[1], stride[1], padding[1], out[1], count_include_pad,
-                     fixed[1])]
-    return apply_maps("AvgPool2DBackward0", input, maps)
+    return _avg_pool(input, 2, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override)
+
+
+def avg_pool3d(input: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+               count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
+    """torch.nn.functional.avg_pool3d over a (N, C, D, H, W) or (C, D, H, W) input; as
+    avg_pool2d, one more axis."""
+    return _avg_pool(input, 3, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override)
 
 
 @register(method=False)
@@ -391,6 +515,30 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:
     return _adaptive_avg_pool(input, out, 2)
 
 
+def adaptive_avg_pool3d(input: Tensor, output_size) -> Tensor:
+    """torch.nn.functional.adaptive_avg_pool3d over a (N, C, D, H, W) or (C, D, H, W) input
+    (``None`` keeps that size); an output of (1, 1, 1) is a mean, as torch computes it."""
+    shape = tuple(input.shape)
+    sizes = output_size if isinstance(output_size, (list, tuple)) else (output_size,) * 3
+    if len(sizes) != 3:
+        raise RuntimeError("adaptive_avg_pool3d: output_size must be 3")
+    out = _output_size(sizes, shape, 3, "adaptive_avg_pool3d")
+    if min(out) < 0:
+        raise RuntimeError("adaptive_avg_pool3d: elements of output_size must be greater than or "
+                           f"equal to 0 but received {{{out[0]}, {out[1]},{out[2]}}}")
+    if out == (1, 1, 1):
+        return input.mean((-3, -2, -1), keepdim=True)
+    for d in range(1, len(shape)):
+        if shape[d] == 0:
+            raise RuntimeError("adaptive_avg_pool3d(): Expected input to have non-zero size for "
+                               f"non-batch dimensions, but input has sizes {_shape_str(shape)} "
+                               f"with dimension {d} being empty")
+    if len(shape) not in (4, 5):
+        raise RuntimeError(f"adaptive_avg_pool3d(): Expected 4D or 5D tensor, but got "
+                           f"{_shape_str(shape)}")
+    return _adaptive_avg_pool(input, out, 3)
+
+
 @register(method=False)
 def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:
     """torch.nn.functional.adaptive_avg_pool1d over a (N, C, L) or (C, L) input."""
@@ -402,49 +550,71 @@ def adaptive_avg_pool1d(input: Tensor, output_size) -> Tensor:
     return adaptive_avg_pool2d(input.unsqueeze(-2), (1, o)).squeeze(-2)
 
 
-def _adaptive_max_pool2d(input: Tensor, output_size):
-    if input.dim() not in (3, 4):
-        raise RuntimeError(f"adaptive_max_pool2d(): Expected 3D or 4D tensor, but got: "
+def _adaptive_max_pool(input: Tensor, output_size, nd: int):
+    """Adaptive max pooling of the last ``nd`` axes: the running maximum over the taps of
+    each window (windows shorter than the longest repeat their last element)."""
+    name = f"adaptive_max_pool{nd}d"
+    if input.dim() not in (nd + 1, nd + 2):
+        raise RuntimeError(f"{name}(): Expected {nd + 1}D or {nd + 2}D tensor, but got: "
                            f"{_shape_str(input.shape)}")
     shape = tuple(input.shape)
     for d in range(1, len(shape)):
         if shape[d] == 0:
-            raise RuntimeError("adaptive_max_pool2d(): Expected input to have non-zero size for "
+            raise RuntimeError(f"{name}(): Expected input to have non-zero size for "
                                f"non-batch dimensions, but input has sizes {_shape_str(shape)} "
                                f"with dimension {d} being empty")
-    out = _output_size(output_size, shape, 2, "adaptive_max_pool2d")
+    if nd == 3 and isinstance(output_size, (list, tuple)) and len(output_size) != 3:
+        raise RuntimeError("adaptive_max_pool3d(): internal error: output_size.size() must be 3")
+    out = _output_size(output_size, shape, nd, name)
     if min(out) < 0:
         raise RuntimeError("Trying to create tensor with negative dimension "
-                           f"{min(out)}: {_shape_str(shape[:-2] + out)}")
+                           f"{min(out)}: {_shape_str(shape[:-nd] + out)}")
     a = input._data
-    h, w = shape[-2:]
-    (hs, he), (ws, we) = _adaptive_bounds(h, out[0]), _adaptive_bounds(w, out[1])
-    kh = int((he - hs).max()) if out[0] else 0
-    kw = int((we - ws).max()) if out[1] else 0
     xp = xp_of(a)
-    # (OH, kh), the last index repeated: made on the host, moved to a's device
-    rows = xp.asarray(host.minimum(hs[:, None] + host.arange(kh), he[:, None] - 1))
-    cols = xp.asarray(host.minimum(ws[:, None] + host.arange(kw), we[:, None] - 1))
-    views = (a[..., rows[:, i][:, None], cols[:, j]] for i in range(kh) for j in range(kw))
-    if kh and kw:
-        vals, arg = _running_max(views, shape[:-2] + out, a.dtype)
-        ki, kj = xp.divmod(arg.astype(host.int64), kw)
-        idx = rows[xp.arange(out[0])[:, None], ki] * w + cols[xp.arange(out[1]), kj]
+    sizes = shape[-nd:]
+    bounds = [_adaptive_bounds(n, o) for n, o in zip(sizes, out)]
+    kernel = [int((e - s).max()) if o else 0 for (s, e), o in zip(bounds, out)]
+    # per axis, (O, k) source indices, the last one repeated: made on the host, moved to a's
+    # device
+    taps = [xp.asarray(host.minimum(s[:, None] + host.arange(k), e[:, None] - 1))
+            for (s, e), k in zip(bounds, kernel)]
+    lead = a.shape[:a.ndim - nd]
+    if all(kernel):
+        views = (a[(Ellipsis,) + tuple(_along(xp, t[:, j], k, nd) for k, (t, j)
+                                       in enumerate(zip(taps, offset)))]
+                 for offset in host.ndindex(*kernel))
+        vals, arg = _running_max(views, lead + out, a.dtype)
+        arg = arg.astype(host.int64)
+        idx = xp.zeros(lead + out, dtype=host.int64)
+        for k, w in reversed(list(enumerate(_plane_strides(sizes)))):
+            arg, j = xp.divmod(arg, kernel[k])  # the tap along axis k, last axis first
+            idx += taps[k][_along(xp, xp.arange(out[k]), k, nd), j] * w
     else:
-        vals = xp.zeros(shape[:-2] + out, dtype=a.dtype)
-        idx = xp.zeros(shape[:-2] + out, dtype=host.int64)
-    y = AdaptiveMaxPool2DBackward0.apply(input, params=(vals, idx, False))
+        vals = xp.zeros(lead + out, dtype=a.dtype)
+        idx = xp.zeros(lead + out, dtype=host.int64)
+    y = _ADAPTIVE_MAX_NODES[nd].apply(input, params=(vals, idx, nd, False))
     return y, _make(idx)
 
 
 def adaptive_max_pool2d_with_indices(input: Tensor, output_size, return_indices: bool = False):
     """torch.nn.functional.adaptive_max_pool2d_with_indices."""
-    return _adaptive_max_pool2d(input, output_size)
+    return _adaptive_max_pool(input, output_size, 2)
 
 
 def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False):
     """torch.nn.functional.adaptive_max_pool2d (``None`` in output_size keeps that size)."""
-    y, idx = _adaptive_max_pool2d(input, output_size)
+    y, idx = _adaptive_max_pool(input, output_size, 2)
+    return (y, idx) if return_indices else y
+
+
+def adaptive_max_pool3d_with_indices(input: Tensor, output_size, return_indices: bool = False):
+    """torch.nn.functional.adaptive_max_pool3d_with_indices."""
+    return _adaptive_max_pool(input, output_size, 3)
+
+
+def adaptive_max_pool3d(input: Tensor, output_size, return_indices: bool = False):
+    """torch.nn.functional.adaptive_max_pool3d (``None`` in output_size keeps that size)."""
+    y, idx = _adaptive_max_pool(input, output_size, 3)
     return (y, idx) if return_indices else y
 
 
@@ -456,7 +626,7 @@ def adaptive_max_pool1d_with_indices(input: Tensor, output_size, return_indices:
                            "for argument #1 'self' (while checking arguments for "
                            "adaptive_max_pool1d)")
     o = ntuple(output_size, 1)[0]
-    y, idx = _adaptive_max_pool2d(input.unsqueeze(-2), (1, o))
+    y, idx = _adaptive_max_pool(input.unsqueeze(-2), (1, o), 2)
     return y.squeeze(-2), idx.squeeze(-2)
 
 
@@ -464,3 +634,123 @@ def adaptive_max_pool1d(input: Tensor, output_size, return_indices: bool = False
     """torch.nn.functional.adaptive_max_pool1d over a (N, C, L) or (C, L) input."""
     y, idx = adaptive_max_pool1d_with_indices(input, output_size)
     return (y, idx) if return_indices else y
+
+
+# --------------------------------------------------------------------------- max unpool
+
+class _MaxUnpool(Op):
+    """Zeros of the output size with each input value written at its flat plane index (a
+    repeated index keeps one of its values, as torch); d/dx gathers the gradient there."""
+
+    __slots__ = ("idx", "nd")
+
+    def forward(self, a, idx, size):
+        self.idx, self.nd = idx, len(size)
+        lead = a.shape[:a.ndim - len(size)]
+        rows, plane = math.prod(lead), math.prod(size)
+        out = xp_of(a).zeros(rows * plane, dtype=a.dtype)
+        if a.size:
+            out[_global_index(idx, rows, plane)] = a.ravel()
+        return out.reshape(*lead, *size)
+
+    def backward(self, grad):
+        return apply1(IndexGather, grad, self.idx, self.nd, False)
+
+
+class MaxUnpool2DBackward0(_MaxUnpool):
+    __slots__ = ()
+
+
+class MaxUnpool3DBackward0(_MaxUnpool):
+    __slots__ = ()
+
+
+def _unpool_output_size(input: Tensor, kernel, stride, padding, output_size) -> list:
+    """torch.nn.functional._unpool_output_size: the inverse of the pool's output size, or
+    ``output_size`` (its last len(kernel) entries) within a stride of it."""
+    nd = len(kernel)
+    shape = input.shape
+    default = [(shape[len(shape) - nd + d] - 1) * stride[d] + kernel[d] - 2 * padding[d]
+               for d in range(nd)]
+    if output_size is None:
+        ret = default
+    else:
+        if len(output_size) == nd + 2:
+            output_size = output_size[2:]
+        if len(output_size) != nd:
+            raise ValueError(f"output_size should be a sequence containing {nd} or {nd + 2} "
+                             f"elements, but it has a length of '{len(output_size)}'")
+        for d in range(nd):
+            lo, hi = default[d] - stride[d], default[d] + stride[d]
+            if not lo < output_size[d] < hi:
+                raise ValueError(f'invalid output_size "{output_size}" (dim {d} '
+                                 f"must be between {lo} and {hi})")
+        ret = [int(v) for v in output_size]
+    for d in range(nd):
+        if ret[d] < 0:
+            raise ValueError("max_unpooling: output_size must contain non-negative spatial "
+                             f"dimensions, but got output_size[{d}]={ret[d]}")
+    return ret
+
+
+def _max_unpool(input: Tensor, indices: Tensor, size: list, nd: int, stride) -> Tensor:
+    """torch's max_unpooling{2,3}d_forward_out_cpu checks, then the write."""
+    fn = f"max_unpooling{nd}d_forward_out_cpu()"
+    if str(indices.dtype) != "torch.int64":
+        raise RuntimeError("elements in indices should be type int64" + (
+            f" but got: {scalar_type_name(indices.dtype)}" if nd == 2 else ""))
+    if input.dim() not in (nd + 1, nd + 2):
+        raise RuntimeError(f"Input to max_unpooling{nd}d should be a {nd + 1}d or {nd + 2}d "
+                           f"Tensor, but got a tensor with {input.dim()} dimensions.")
+    shape = tuple(input.shape)
+    if shape != tuple(indices.shape):
+        raise RuntimeError("Expected shape of indices to be same as that of the input tensor "
+                           f"({_shape_str(shape)}) but got indices tensor with shape: "
+                           f"{_shape_str(indices.shape)}")
+    for d in range(1, len(shape)):
+        if shape[d] == 0:
+            raise RuntimeError(f"{fn}: Expected input to have non-zero size for non-batch "
+                               f"dimensions, but got {_shape_str(shape)} with dimension {d} "
+                               "being empty.")
+    if nd == 3 and min(stride) <= 0:
+        raise RuntimeError(f"strides should be greater than zero, but got stride: "
+                           f"{_shape_str(stride)}")
+    idx = indices._data
+    plane = math.prod(size)
+    bad = (idx < 0) | (idx >= plane)
+    if bad.any():  # torch's parallel loop reports any one of them; ember the last
+        last = int(idx.ravel()[xp_of(idx).flatnonzero(bad.ravel())[-1]])
+        raise RuntimeError(f"Found an invalid max index: {last} (output volumes are of size "
+                           f"{'x'.join(str(s) for s in size)})")
+    node = MaxUnpool2DBackward0 if nd == 2 else MaxUnpool3DBackward0
+    return apply1(node, input, idx, tuple(size))
+
+
+def max_unpool2d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0,
+                 output_size=None) -> Tensor:
+    """torch.nn.functional.max_unpool2d: the partial inverse of max_pool2d, each value put at
+    its index in zeros of ``output_size`` (by default the size max_pool2d came from)."""
+    kernel = ntuple(kernel_size, 2)
+    stride = kernel if stride is None else ntuple(stride, 2)
+    size = _unpool_output_size(input, kernel, stride, ntuple(padding, 2), output_size)
+    return _max_unpool(input, indices, size, 2, stride)
+
+
+def max_unpool3d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0,
+                 output_size=None) -> Tensor:
+    """torch.nn.functional.max_unpool3d: the partial inverse of max_pool3d."""
+    kernel = ntuple(kernel_size, 3)
+    stride = kernel if stride is None else ntuple(stride, 3)
+    size = _unpool_output_size(input, kernel, stride, ntuple(padding, 3), output_size)
+    return _max_unpool(input, indices, size, 3, stride)
+
+
+def max_unpool1d(input: Tensor, indices: Tensor, kernel_size, stride=None, padding=0,
+                 output_size=None) -> Tensor:
+    """torch.nn.functional.max_unpool1d: max_unpool2d on the input with a trailing unit axis,
+    as torch computes it (so its node is SqueezeBackward1)."""
+    kernel = ntuple(kernel_size, 1)
+    stride = kernel if stride is None else ntuple(stride, 1)
+    size = _unpool_output_size(input, kernel, stride, ntuple(padding, 1), output_size)
+    return _max_unpool(input.unsqueeze(-1), indices.unsqueeze(-1), [*size, 1], 2,
+                       stride).squeeze(-1)

@@ -1,4 +1,5 @@
-"""Vision ops (``F.*``): pad, interpolate, pixel_shuffle/pixel_unshuffle.
+"""Vision ops (``F.*``): pad, interpolate, pixel_shuffle/pixel_unshuffle, grid_sample and
+affine_grid.
 
 Also the window machinery the convolution and pooling modules share:
 
@@ -15,15 +16,18 @@ Also the window machinery the convolution and pooling modules share:
 from __future__ import annotations
 
 import math
+import warnings
 from itertools import pairwise
 from numbers import Integral
 
 from .._backend import host, ndarray, xp_of
-from .._tensor import Tensor
+from .._tensor import Tensor, _make
 from ._op import Op, apply1
 from ._registry import register
+from .comparison import where
 
-__all__ = ["interpolate", "pad", "pixel_shuffle", "pixel_unshuffle"]
+__all__ = ["affine_grid", "grid_sample", "interpolate", "pad", "pixel_shuffle",
+           "pixel_unshuffle"]
 
 
 # --------------------------------------------------------------------------- argument helpers
@@ -43,6 +47,17 @@ def ntuple(value, n: int, what: str = "") -> tuple:
 
 def _shape_str(shape) -> str:
     return "[" + ", ".join(str(s) for s in shape) + "]"
+
+
+_SCALAR_TYPES = {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long",
+                 "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
+                 "bool": "Bool", "bfloat16": "BFloat16"}
+
+
+def scalar_type_name(dtype) -> str:
+    """torch's ScalarType name of ``dtype`` ("Float", "Long"), as its kernel errors print it."""
+    name = str(dtype).removeprefix("torch.")
+    return _SCALAR_TYPES.get(name, name)
 
 
 # --------------------------------------------------------------------------- windows (im2col)
@@ -407,18 +422,51 @@ def _linear_map(axis, n_in, n_out, scale, align_corners, dtype) -> AxisMap:
     return AxisMap(axis, n_in, [(i0, lam0), (i1, lam1)])
 
 
+_CUBIC_A = -0.75  # torch's cubic convolution constant (OpenCV's; PIL uses -0.5)
+
+
+def _cubic_weights(t, one):
+    """torch's get_cubic_upsample_coefficients: the 4 tap weights at fraction ``t`` (arrays or
+    Tensors; ``one`` is 1 in t's type)."""
+    a = _CUBIC_A
+
+    def near(x):  # |x| <= 1
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):  # 1 < |x| < 2
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    return [far(t + one), near(t), near(one - t), far((one - t) + one)]
+
+
+def _cubic_map(axis, n_in, n_out, scale, align_corners, dtype) -> AxisMap:
+    """Bicubic along one axis: 4 taps around floor(src), clamped to the border, weighted by
+    the cubic convolution kernel (torch's upsample_bicubic2d, no clamping of src at 0)."""
+    dt = host.dtype(host.float64 if dtype == host.float64 else host.float32)
+    s = _src_scale(n_in, n_out, scale, align_corners, dt)
+    j = host.arange(n_out, dtype=dt)
+    real = s * j if align_corners else s * (j + dt.type(0.5)) - dt.type(0.5)
+    i0 = host.minimum(host.floor(real).astype(host.int64), n_in - 1)
+    t = host.clip(real - i0.astype(dt), dt.type(0), dt.type(1))
+    weights = _cubic_weights(t, dt.type(1))
+    return AxisMap(axis, n_in, [(host.clip(i0 - 1 + k, 0, n_in - 1), w.astype(dt))
+                                for k, w in enumerate(weights)])
+
+
 _INTERP_DIMS = {"linear": 1, "bilinear": 2, "trilinear": 3}
 _INTERP_NAMES = {"nearest": "UpsampleNearest{}DBackward0",
                  "nearest-exact": "UpsampleNearestExact{}DBackward0",
                  "linear": "UpsampleLinear1DBackward0", "bilinear": "UpsampleBilinear2DBackward0",
-                 "trilinear": "UpsampleTrilinear3DBackward0"}
+                 "trilinear": "UpsampleTrilinear3DBackward0",
+                 "bicubic": "UpsampleBicubic2DBackward0"}
 
 
 def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "nearest",
                 align_corners: bool | None = None, recompute_scale_factor: bool | None = None,
                 antialias: bool = False) -> Tensor:
     """torch.nn.functional.interpolate for modes nearest, nearest-exact, linear, bilinear,
-    trilinear and area, with torch's source-index arithmetic (float32 scales for nearest)."""
+    bicubic, trilinear and area, with torch's source-index arithmetic (float32 scales for
+    nearest); ``antialias=True`` is not implemented."""
     dim = input.dim() - 2
     if mode in ("nearest", "area", "nearest-exact"):
         if align_corners is not None:
@@ -458,12 +506,20 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
         raise ValueError("either size or scale_factor should be defined")
     if recompute_scale_factor and size is not None:
         raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
+    if antialias and not (mode in ("bilinear", "bicubic", "lanczos") and dim == 2):
+        raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos "
+                         "modes and requires a 4-D tensor as input")
+    if mode == "lanczos" and dim == 2:
+        if align_corners:
+            raise ValueError("Lanczos mode does not support align_corners=True")
+        if not antialias:
+            raise ValueError("Lanczos mode requires antialias=True")
     if antialias:
-        raise NotImplementedError("interpolate: antialias=True is not supported by ember")
-    if mode in ("bicubic", "lanczos"):
-        raise NotImplementedError(f"interpolate: mode='{mode}' is not supported by ember yet; "
-                                  "use 'bilinear' or 'nearest'")
-    if mode not in _INTERP_NAMES and mode != "area" or dim not in (1, 2, 3):
+        raise NotImplementedError(f"interpolate: antialias=True (mode='{mode}') is not "
+                                  "implemented by ember; use antialias=False")
+    # torch's bicubic kernel is 2-d only; other inputs get its generic refusal
+    if (mode not in _INTERP_NAMES and mode != "area" or dim not in (1, 2, 3)
+            or mode == "bicubic" and dim != 2):
         raise NotImplementedError(
             f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.dim()}D) for "
             "the modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | area | "
@@ -488,6 +544,9 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
         if mode.startswith("nearest"):
             maps.append(_nearest_map(axis, in_size[k], out_size[k], scales[k],
                                      mode == "nearest-exact", dtype))
+        elif mode == "bicubic":
+            maps.append(_cubic_map(axis, in_size[k], out_size[k], scales[k], align_corners,
+                                   dtype))
         else:
             maps.append(_linear_map(axis, in_size[k], out_size[k], scales[k], align_corners,
                                     dtype))
@@ -578,3 +637,213 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
         raise RuntimeError("pixel_unshuffle expects width to be divisible by downscale_factor, "
                            f"but input.size(-1)={w} is not divisible by {r}")
     return apply1(PixelUnshuffleBackward0, input, r)
+
+
+# --------------------------------------------------------------------------- grid_sample
+
+_ALIGN_WARNING = ("Default grid_sample and affine_grid behavior has changed to "
+                  "align_corners=False since 1.3.0. Please specify align_corners=True if the old "
+                  "behavior is desired. See the documentation of grid_sample for details.")
+
+
+def _unnormalize(coord: Tensor, size: int, align_corners: bool) -> Tensor:
+    """torch's grid_sampler_unnormalize: [-1, 1] to pixel coordinates (corner centres when
+    ``align_corners``, else the outer pixel edges)."""
+    if align_corners:
+        return (coord + 1) / 2 * (size - 1)
+    return ((coord + 1) * size - 1) / 2
+
+
+def _reflect(coord: Tensor, twice_low: int, twice_high: int) -> Tensor:
+    """torch's reflect_coordinates: fold ``coord`` into [low, high] by repeated mirroring."""
+    if twice_low == twice_high:
+        return coord * 0
+    low, span = twice_low / 2, (twice_high - twice_low) / 2
+    dist = (coord - low).abs()
+    extra = dist.fmod(span)
+    flips = (dist.detach() / span).floor()
+    return where(flips.fmod(2) == 0, extra + low, span - extra + low)
+
+
+def _padded_coord(coord: Tensor, size: int, padding_mode: str, align_corners: bool) -> Tensor:
+    """torch's compute_coordinates: border clamps, reflection mirrors then clamps."""
+    if padding_mode == "border":
+        return coord.clamp(0, size - 1)
+    if padding_mode == "reflection":
+        coord = _reflect(coord, 0, 2 * (size - 1)) if align_corners else \
+            _reflect(coord, -1, 2 * size - 1)
+        return coord.clamp(0, size - 1)
+    return coord
+
+
+def _gather_taps(flat: Tensor, taps) -> list:
+    """Values of ``flat`` (N, C, P) at each tap's (N, *out) plane index: (N, C, *out) each."""
+    n, c = flat.shape[:2]
+    out = []
+    for index in taps:
+        spatial = tuple(index.shape[1:])
+        points = math.prod(spatial)
+        idx = index.reshape(n, 1, points).expand(n, c, points)
+        out.append(flat.gather(2, idx).reshape(n, c, *spatial))
+    return out
+
+
+def _sample(input: Tensor, ints, weights) -> Tensor:
+    """sum over the taps of weight * input at the tap (zero where a tap is outside): ``ints``
+    lists, per tap, one (N, *out) integer Tensor per spatial axis; ``weights`` per tap a
+    (N, *out) Tensor."""
+    sizes = input.shape[2:]
+    strides = [math.prod(sizes[k + 1:]) for k in range(len(sizes))]
+    flat = input.reshape(input.shape[0], input.shape[1], math.prod(sizes))
+    taps, masks = [], []
+    for coords in ints:
+        inside = None
+        index = None
+        for c, n, w in zip(coords, sizes, strides):
+            ok = (c >= 0) & (c < n)
+            inside = ok if inside is None else inside & ok
+            term = c.clamp(0, n - 1) * w
+            index = term if index is None else index + term
+        taps.append(index)
+        masks.append(inside)
+    out = None
+    for value, weight, inside in zip(_gather_taps(flat, taps), weights, masks):
+        w = where(inside, weight, 0).unsqueeze(1)
+        out = value * w if out is None else out + value * w
+    return out
+
+
+def _check_grid_sampler(input: Tensor, grid: Tensor, mode: str) -> None:
+    """torch's check_grid_sampler_common and the 2-d/3-d checks, in its order."""
+    shapes = f"input with sizes {_shape_str(input.shape)} and grid with sizes " \
+             f"{_shape_str(grid.shape)}"
+    if input.dtype != grid.dtype:
+        raise RuntimeError(f"expected scalar type {scalar_type_name(input.dtype)} "
+                           f"but found {scalar_type_name(grid.dtype)}")
+    if input.shape[:1] != grid.shape[:1]:
+        raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, "
+                           f"but got {shapes}")
+    if grid.shape[-1] != input.dim() - 2:
+        raise RuntimeError(f"grid_sampler(): expected grid to have size {input.dim() - 2} in last "
+                           f"dimension, but got grid with sizes {_shape_str(grid.shape)}")
+    for d in range(2, input.dim()):
+        if input.shape[d] == 0:
+            raise RuntimeError("grid_sampler(): expected input to have non-empty spatial "
+                               f"dimensions, but input has sizes {_shape_str(input.shape)} "
+                               f"with dimension {d} being empty")
+    if input.dim() not in (4, 5) or input.dim() != grid.dim():
+        raise RuntimeError(f"grid_sampler(): expected {4 if input.dim() == 4 else 5}D input and "
+                           f"grid with same number of dimensions, but got {shapes}")
+    if input.dim() == 5 and mode == "bicubic":
+        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f'"grid_sampler_{input.dim() - 2}d_cpu_kernel_impl" not '
+                                  f"implemented for '{scalar_type_name(input.dtype)}'")
+
+
+def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",
+                padding_mode: str = "zeros", align_corners: bool | None = None) -> Tensor:
+    """torch.nn.functional.grid_sample: ``input`` (N, C, H, W) or (N, C, D, H, W) sampled at
+    ``grid`` (N, Ho, Wo, 2) or (N, Do, Ho, Wo, 3) of (x, y[, z]) in [-1, 1]; modes bilinear
+    (trilinear for 5-d), nearest (round half to even) and bicubic (4-d, A = -0.75); padding
+    zeros, border or reflection. Differentiable in input and grid."""
+    if mode not in ("bilinear", "nearest", "bicubic"):
+        raise ValueError("nn.functional.grid_sample(): expected mode to be 'bilinear', "
+                         f"'nearest' or 'bicubic', but got: '{mode}'")
+    if padding_mode not in ("zeros", "border", "reflection"):
+        raise ValueError("nn.functional.grid_sample(): expected padding_mode to be 'zeros', "
+                         f"'border', or 'reflection', but got: '{padding_mode}'")
+    if align_corners is None:
+        warnings.warn(_ALIGN_WARNING, stacklevel=2)
+        align_corners = False
+    _check_grid_sampler(input, grid, mode)
+    nd = input.dim() - 2
+    sizes = input.shape[2:]
+    # grid's last axis is (x, y[, z]): x indexes the last input axis
+    coords = [_unnormalize(grid[..., nd - 1 - k], sizes[k], align_corners) for k in range(nd)]
+    if mode == "bicubic":
+        return _sample_bicubic(input, coords, padding_mode, align_corners)
+    coords = [_padded_coord(c, n, padding_mode, align_corners) for c, n in zip(coords, sizes)]
+    if mode == "nearest":  # nearbyint: half to even; the grid's gradient is 0, as torch's
+        ints = [[c.detach().round().long() for c in coords]]
+        return _sample(input, ints, [coords[0] * 0 + 1])
+    lows = [c.detach().floor() for c in coords]
+    fracs = [c - lo for c, lo in zip(coords, lows)]  # the weight of the upper neighbour
+    ints, weights = [], []
+    for corner in host.ndindex(*(2,) * nd):
+        ints.append([lo.long() + b for lo, b in zip(lows, corner)])
+        w = None
+        for f, b in zip(fracs, corner):
+            wk = f if b else 1 - f
+            w = wk if w is None else w * wk
+        weights.append(w)
+    return _sample(input, ints, weights)
+
+
+def _sample_bicubic(input: Tensor, coords, padding_mode: str, align_corners: bool) -> Tensor:
+    """grid_sample's bicubic mode: 4x4 taps around floor(src), each tap's coordinate padded
+    (torch's get_value_bounded), weighted by the cubic convolution kernel of the fractions."""
+    lows = [c.detach().floor() for c in coords]
+    coeffs = [_cubic_weights(c - lo, 1) for c, lo in zip(coords, lows)]  # per axis, 4 each
+    sizes = input.shape[2:]
+    tap_coords = [[_padded_coord(lo + (k - 1), n, padding_mode, align_corners).long()
+                   for k in range(4)] for lo, n in zip(lows, sizes)]
+    ints, weights = [], []
+    for i, j in host.ndindex(4, 4):
+        ints.append([tap_coords[0][i], tap_coords[1][j]])
+        weights.append(coeffs[0][i] * coeffs[1][j])
+    return _sample(input, ints, weights)
+
+
+# --------------------------------------------------------------------------- affine_grid
+
+def _base_coords(n: int, align_corners: bool, dtype) -> ndarray:
+    """torch's linspace_from_neg_one: n points over [-1, 1], shrunk by (n - 1) / n to pixel
+    centres unless ``align_corners``; 0 for a single point."""
+    if n <= 1:
+        return host.zeros(max(n, 0), dtype=dtype)
+    r = host.linspace(-1, 1, n, dtype=dtype)
+    return r if align_corners else r * dtype.type((n - 1) / n)
+
+
+def affine_grid(theta: Tensor, size, align_corners: bool | None = None) -> Tensor:
+    """torch.nn.functional.affine_grid: the (N, H, W, 2) or (N, D, H, W, 3) grid of theta
+    (N, 2, 3) or (N, 3, 4) applied to the (x, y[, z], 1) pixel coordinates in [-1, 1]; the
+    matmul carries theta's gradient."""
+    if align_corners is None:
+        warnings.warn(_ALIGN_WARNING, stacklevel=2)
+        align_corners = False
+    if not theta.is_floating_point():
+        raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
+    if len(size) == 4:
+        if theta.dim() != 3 or theta.shape[-2] != 2 or theta.shape[-1] != 3:
+            raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size "
+                             f"{size}. Got {theta.shape}.")
+        spatial = size[-2:]
+    elif len(size) == 5:
+        if theta.dim() != 3 or theta.shape[-2] != 3 or theta.shape[-1] != 4:
+            raise ValueError(f"Expected a batch of 3D affine matrices of shape Nx3x4 for size "
+                             f"{size}. Got {theta.shape}.")
+        spatial = size[-3:]
+    else:
+        raise NotImplementedError("affine_grid only supports 4D and 5D sizes, for 2D and 3D "
+                                  f"affine transforms, respectively. Got size {size}.")
+    if align_corners and min(spatial) == 1:
+        warnings.warn("Since version 1.3.0, affine_grid behavior has changed for unit-size grids "
+                      "when align_corners=True. This is not an intended use case of affine_grid. "
+                      "See the documentation of affine_grid for details.", stacklevel=2)
+    elif min(size) <= 0:
+        raise ValueError(f"Expected non-zero, positive output size. Got {size}")
+    if size[0] != theta.shape[0]:
+        raise RuntimeError("Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{size[0]}, {theta.shape[2]}] but got: "
+                           f"[{theta.shape[0]}, {theta.shape[2]}].")
+    dtype = theta._data.dtype
+    nd = len(spatial)
+    axes = [_base_coords(n, align_corners, dtype) for n in reversed(spatial)]  # x, y[, z]
+    mesh = host.meshgrid(*reversed(axes), indexing="ij")  # (D,) H, W each
+    base = host.stack([*reversed(mesh), host.ones_like(mesh[0])], axis=-1)[..., None, :]
+    base = _make(xp_of(theta._data).asarray(base))  # (*spatial, 1, nd + 1)
+    # grid[n, *p, i] = sum_j base[*p, j] * theta[n, i, j]: torch's bmm, kept as a product and
+    # a sum so that the result is no view (as torch's)
+    return (base * theta.reshape(size[0], *(1,) * nd, nd, nd + 1)).sum(-1)

@@ -55,6 +55,22 @@ def _with_stats(m, x, name: str):
     return fn(x, rm, rv, use_input_stats=True, momentum=0.3), rm, rv
 
 OPS = [
+    # ---- F's names for torch.tanh / torch.sigmoid, and the deprecated upsample spellings
+    OpCase("nnf_tanh", F("tanh"), ACT, FLOAT),
+    OpCase("nnf_sigmoid", F("sigmoid"), ACT + [S(BIG)], FLOAT),
+    OpCase("nnf_upsample", F("upsample"),
+           [S((2, 2, 3, 4), scale_factor=2), S((2, 2, 3, 4), size=(5, 7), mode="bilinear"),
+            S((1, 2, 3, 4), size=(5, 6), mode="bicubic", align_corners=True)], FLOAT),
+    OpCase("nnf_upsample_nearest", F("upsample_nearest"), [S((2, 2, 3, 4), size=(5, 7))],
+           FLOAT),
+    OpCase("nnf_upsample_bilinear", F("upsample_bilinear"), [S((2, 2, 3, 4), scale_factor=2)],
+           FLOAT),
+    # torch records one ChannelShuffleBackward0 node; ember a reshape and a transpose
+    OpCase("nnf_channel_shuffle", F("channel_shuffle"),
+           [S((2, 6, 3), 3), S(nc(1, 4, 3, 2), 2), S((0, 4, 2), 4)], FLOAT, node=False),
+    # torch has no derivative for native_channel_shuffle: values only
+    OpCase("nnf_native_channel_shuffle", F("native_channel_shuffle"), [S((2, 6, 3), 2)],
+           FLOAT, grad=False, node=False),
     # ---- relu family
     OpCase("nnf_relu", F("relu"), ACT + [S(KINKS, gradcheck=False)], NUMERIC),
     OpCase("nnf_relu_inplace", F_inplace("relu"), ACT[:2]),
@@ -251,6 +267,10 @@ OPS = [
 ]
 
 # ---- refusals: torch raises on these samples, so ember must raise the same type and message
+OPS += [
+    OpCase("nnf_refuse_channel_shuffle", F("channel_shuffle"),
+           [S((2, 6, 3), 4), S((2, 6, 3), 0), S((6,), 2)], grad=False),
+]
 _R = {"grad": False}
 OPS += [
     OpCase("nnf_refuse_float_only", lambda m, x, **kw: getattr(m.nn.functional, kw["f"])(x),

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib as _importlib
 
 _AREAS = (".activation", ".linear", ".normalization", ".loss", ".pooling", ".distance",
-          ".dropout", ".attention",
+          ".dropout", ".attention", ".vision",
           # areas with no composites: F.* straight from their op modules
           "ember.ops.conv", "ember.ops.vision", "ember.ops.embeddings")
 

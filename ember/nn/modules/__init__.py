@@ -10,7 +10,7 @@ import importlib as _importlib
 
 # families of layers, one file each (module.py holds the Module base)
 _FAMILIES = ("module", "container", "linear", "activation", "conv", "pooling", "normalization",
-             "dropout", "sparse", "loss", "rnn", "transformer", "misc")
+             "dropout", "sparse", "loss", "rnn", "transformer", "misc", "lazy")
 
 __all__: list[str] = []
 for _family in _FAMILIES:
