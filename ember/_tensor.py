@@ -11,6 +11,7 @@ import warnings
 import weakref
 
 from ._backend import (
+    FLOAT_KINDS,
     data_ptr,
     device_of,
     generic,
@@ -142,7 +143,7 @@ def _as_array(data, dtype: _dt.dtype | None) -> ndarray:
         return host.array(data, dtype=dtype.np)
     arr = host.array(data)
     kind = arr.dtype.kind
-    if kind == "f":
+    if kind in FLOAT_KINDS:
         if arr.dtype.itemsize == 8 and not _has_numpy_float64(data):
             return arr.astype(_dt.get_default_dtype().np)
         return arr
@@ -287,7 +288,7 @@ class Tensor:
         return False
 
     def is_floating_point(self) -> bool:
-        return self._data.dtype.kind == "f"
+        return self._data.dtype.kind in FLOAT_KINDS
 
     def is_complex(self) -> bool:
         return False
@@ -363,7 +364,7 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
-        if value and self._grad_fn is None and self._data.dtype.kind != "f":
+        if value and self._grad_fn is None and self._data.dtype.kind not in FLOAT_KINDS:
             raise RuntimeError(REQUIRES_GRAD_DTYPE_ERROR)
         self.requires_grad_(value)
 
@@ -379,7 +380,7 @@ class Tensor:
                 "a computed variable in a subgraph that doesn't require differentiation use "
                 "var_no_grad = var.detach()."
             )
-        if requires_grad and self._data.dtype.kind != "f":
+        if requires_grad and self._data.dtype.kind not in FLOAT_KINDS:
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         if requires_grad and self._extra is not None and self._extra.inference \
                 and not _grad_state.inference:
@@ -691,6 +692,9 @@ class Tensor:
 
     def half(self) -> Tensor:
         return self.to(_dt.float16)
+
+    def bfloat16(self) -> Tensor:
+        return self.to(_dt.bfloat16)
 
     def long(self) -> Tensor:
         return self.to(_dt.int64)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ._backend import device_of, host, ndarray, to_host
+from ._backend import FLOAT_KINDS, device_of, host, ndarray, to_host
 from ._backend import dtypes as _dt
 
 
@@ -153,10 +153,10 @@ def _add_suffixes(text: str, suffixes: list[str], indent: int) -> str:
 def array_str(a: ndarray, indent: int) -> str:
     """The bracketed body of a tensor's repr (``a``: a host array)."""
     summarize = a.size > PRINT_OPTS.threshold
-    if a.dtype == host.float16:
+    if a.dtype == host.float16 or a.dtype.kind == "V":  # float16, bfloat16: print as float32
         a = a.astype(host.float32)
     shown = _summarized(a) if summarize else a
-    fmt = _Formatter(shown, a.dtype.kind == "f")
+    fmt = _Formatter(shown, a.dtype.kind in FLOAT_KINDS)
     return _tensor_str(a, indent, summarize, fmt)
 
 

@@ -6,7 +6,7 @@ ranks, powers and logdet here are composites of ember ops.
 
 from __future__ import annotations
 
-from ._backend import host, xp_of
+from ._backend import FLOAT_KINDS, host, xp_of
 from ._tensor import Tensor, _make, _wrap_dim
 from .ops.arithmetic import scalar_name
 from .ops.comparison import where
@@ -108,7 +108,7 @@ def matrix_rank(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False,
     if a.ndim < 2:
         raise RuntimeError("linalg.matrix_rank: The input tensor input must have at least 2 "
                            "dimensions.")
-    if a.dtype.kind != "f":
+    if a.dtype.kind not in FLOAT_KINDS:
         raise RuntimeError("This function doesn't handle types other than float and double")
     if tol is not None:
         atol, rtol = tol, 0.0
@@ -141,7 +141,7 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False, *,
     if A._data.ndim < 2:
         raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 "
                            "dimensions.")
-    if A._data.dtype.kind != "f":
+    if A._data.dtype.kind not in FLOAT_KINDS:
         raise RuntimeError("linalg.matrix_norm: Expected a floating point or complex tensor as "
                            f"input. Got {scalar_name(A.dtype)}")
     d0, d1 = _matrix_dims(A, dim)

@@ -603,6 +603,22 @@ def _torch_name_of(module: str, name: str) -> type | None:
     return None
 
 
+def _functional_of(module: str, name: str):
+    """ember's function for a ``torch.nn.functional``-style global a module keeps as an
+    attribute (``TransformerEncoderLayer.activation`` is ``F.relu``), if any."""
+    if not module.startswith(("torch.nn.functional", "torch._C._nn", "ember.nn.functional",
+                              "ember.ops")) and module not in ("torch", "ember"):
+        return None
+    from . import nn  # lazy, as above
+
+    for namespace in (nn.functional, sys.modules["ember"]):
+        fn = getattr(namespace, name, None)
+        if callable(fn) and not isinstance(fn, type) and \
+                getattr(fn, "__module__", "").startswith("ember."):
+            return fn
+    return None
+
+
 def _public_name(cls: type) -> str:
     from . import nn, optim  # lazy, as above
 
@@ -740,6 +756,11 @@ class _RestrictedUnpickler(pickle._Unpickler):
             if not policy.weights_only:
                 self._classes.setdefault(cls, False)
                 return cls
+        if not policy.weights_only:
+            fn = _functional_of(module, name)
+            if fn is not None:  # a module's activation (F.relu): a value, never called here
+                self._classes.setdefault(fn, False)
+                return fn
         raise _refusal(module, name, policy, cls)
 
     def persistent_load(self, pid):

@@ -13,7 +13,6 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("ml_dtypes")
 import torch.nn.functional as TF
 
-from tests.test_dtypes_bfloat16 import needs_float_kinds
 
 
 def _warnings_of(fn):
@@ -131,7 +130,6 @@ def test_disabled_region_leaves_ops_alone():
     np.testing.assert_array_equal(out.detach().numpy(), (ex @ ew).detach().numpy())
 
 
-@needs_float_kinds
 @pytest.mark.parametrize("op", ["mm", "bmm", "matmul", "addmm", "baddbmm", "addbmm", "linear",
                                 "conv1d", "conv2d", "conv_transpose2d", "sdpa", "prelu"])
 def test_output_dtypes_match_torch(op):
@@ -171,7 +169,6 @@ class _MLP:
         return self.l2(self.l1(x).relu())
 
 
-@needs_float_kinds
 def test_mlp_forward_backward_under_autocast_matches_torch():
     rng = np.random.default_rng(4)
     weights = [rng.standard_normal(s).astype(np.float32) * 0.3

@@ -346,6 +346,32 @@ def test_ember_classes_trusted_by_weights_only_false_never_run_init_with_file_ar
             ember.load(_zip({"archive/data.pkl": payload}), weights_only=False)
 
 
+def test_module_holding_a_functional_activation_loads_and_runs_like_torch():
+    """``TransformerEncoderLayer.activation`` is ``F.relu``: torch pickles the function by
+    name; ember resolves it to its own ``F.relu`` as a value (weights_only=False)."""
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0).eval()
+    buf = io.BytesIO()
+    torch.save(layer, buf)
+    buf.seek(0)
+    loaded = ember.load(buf, weights_only=False).eval()
+    assert loaded.activation is ember.nn.functional.relu
+    x = np.sin(np.arange(24, dtype=np.float32)).reshape(3, 1, 8)
+    with torch.no_grad():
+        expected = layer(torch.tensor(x)).numpy()
+    np.testing.assert_allclose(loaded(ember.tensor(x)).detach().numpy(), expected, rtol=1e-5,
+                               atol=1e-6)
+    buf.seek(0)
+    with pytest.raises(pickle.UnpicklingError, match="TransformerEncoderLayer"):
+        ember.load(buf)  # weights_only=True: whole modules need the allowlist, as in torch
+
+
+def test_functional_global_is_never_called_from_the_file():
+    payload = b"\x80\x02ctorch.nn.functional\nrelu\nK\x01\x85R."
+    with pytest.raises(pickle.UnpicklingError, match="refused to call relu"):
+        ember.load(_zip({"archive/data.pkl": payload}), weights_only=False)
+
+
 # ====================================================================== crafted files
 def _zip(records: dict) -> io.BytesIO:
     buf = io.BytesIO()

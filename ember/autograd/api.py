@@ -4,7 +4,7 @@ then run the engine. A module of its own so that ``gradcheck`` and ``functional`
 
 from __future__ import annotations
 
-from .._backend import xp_of
+from .._backend import FLOAT_KINDS, xp_of
 from .._tensor import Tensor, _make
 
 
@@ -27,7 +27,7 @@ def _make_grads(outputs: tuple, grads: tuple, create_graph: bool) -> list:
             if o._requires_grad:
                 if o._data.size != 1:
                     raise RuntimeError("grad can be implicitly created only for scalar outputs")
-                if o._data.dtype.kind != "f":
+                if o._data.dtype.kind not in FLOAT_KINDS:
                     raise RuntimeError("grad can be implicitly created only for real scalar "
                                        f"outputs but got {o.dtype}")
             g = _make(xp_of(o._data).ones(o._data.shape, dtype=o._data.dtype))
@@ -41,7 +41,7 @@ def _make_grads(outputs: tuple, grads: tuple, create_graph: bool) -> list:
             if g._data.shape != o._data.shape:
                 raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
                                    f"{g.shape} and output[{i}] has a shape of {o.shape}.")
-            if g._data.dtype != o._data.dtype and o._data.dtype.kind == "f":
+            if g._data.dtype != o._data.dtype and o._data.dtype.kind in FLOAT_KINDS:
                 g = g.to(o.dtype)
         out.append(g)
     return out

@@ -19,7 +19,7 @@ from __future__ import annotations
 import heapq
 from heapq import heappop, heappush, heappushpop
 
-from .._backend import from_numpy_dtype, generic, host, is_array, ndarray, xp_of
+from .._backend import FLOAT_KINDS, from_numpy_dtype, generic, host, is_array, ndarray, xp_of
 from .._tensor import Tensor
 from .anomaly_mode import AnomalyMode, report_forward_trace
 from .grad_mode import state as _grad_state
@@ -75,7 +75,7 @@ def _validate(node: Node, i: int, g, meta, raw: bool):
                 f"{list(g.shape)} but expected shape compatible with {list(shape)}") from None
     gdtype = g.dtype if raw else g._data.dtype
     if gdtype != dtype:
-        if dtype.kind != "f":
+        if dtype.kind not in FLOAT_KINDS:
             return None  # integer inputs get no gradient
         g = g.astype(dtype) if raw else g.to(from_numpy_dtype(dtype))
     return g
@@ -259,7 +259,7 @@ def _run_node(node: Node, grads_in: list, raw: bool) -> tuple:
     if AnomalyMode.check_nan:
         for i, g in enumerate(out):
             g = unwrap(g)
-            if g is not None and hasattr(g, "dtype") and g.dtype.kind == "f" and \
+            if g is not None and hasattr(g, "dtype") and g.dtype.kind in FLOAT_KINDS and \
                     xp_of(g).isnan(g).any():
                 report_forward_trace(node)
                 raise RuntimeError(f"Function '{node.name()}' returned nan values in its "

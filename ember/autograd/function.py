@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 
-from .._backend import host, xp_of
+from .._backend import FLOAT_KINDS, host, xp_of
 from .._tensor import Tensor, _make
 from .anomaly_mode import AnomalyMode, capture_trace
 from .grad_mode import no_grad
@@ -181,7 +181,7 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
                 if id(o) in non_diff:
                     non_diff.add(id(alias))
                 o = outputs[i] = alias
-            diff = recording and id(o) not in non_diff and o._data.dtype.kind == "f"
+            diff = recording and id(o) not in non_diff and o._data.dtype.kind in FLOAT_KINDS
             if diff and id(o) in dirty and o._base is not None and o._view is not None:
                 from ..ops.inplace import rebase_view  # cycle: ops builds on autograd
                 rebase_view(o, node, i)

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
-from . import functional, init, utils
+from . import functional, init, parallel, utils
 from .modules import *  # noqa: F403
+from .parallel import DataParallel
 from .parameter import Parameter

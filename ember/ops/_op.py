@@ -17,7 +17,7 @@ The engine reduces broadcast gradients to each input's shape and dtype, so rules
 
 from __future__ import annotations
 
-from .._backend import as_array, from_numpy_dtype, host, ndarray, xp_of
+from .._backend import FLOAT_KINDS, as_array, from_numpy_dtype, host, ndarray, xp_of
 from .._backend import dtypes as _dt
 from .._tensor import Tensor, _make, _refresh_view
 from ..autograd.anomaly_mode import AnomalyMode, capture_trace
@@ -176,7 +176,7 @@ def promote(a, b, int_to_float: bool = False):
     bd = b._data if tb else b
     if ta and tb:
         if ad.dtype is bd.dtype or ad.dtype == bd.dtype:
-            if int_to_float and ad.dtype.kind != "f":
+            if int_to_float and ad.dtype.kind not in FLOAT_KINDS:
                 target = _dt.get_default_dtype().np
                 return ad.astype(target), bd.astype(target)
             return ad, bd
@@ -214,35 +214,60 @@ class BinaryOp(Op):
         # floating tensor and a Python number (NumPy 2 keeps the tensor's dtype, as torch)
         ta = isinstance(a, Tensor)
         tb = isinstance(b, Tensor)
-        if ta:
-            ad = a._data
-            if tb:
-                bd = b._data
-                if ad.dtype != bd.dtype or ad.dtype.kind != "f":
-                    ad, bd = promote(a, b, cls.int_to_float)
-            elif type(b) in _PY_NUMBERS and ad.dtype.kind == "f":
-                bd = b
-            else:
-                ad, bd = promote(a, b, cls.int_to_float)
+        if not ta:
+            return _apply_promoted(cls, node, a, b, ta, tb, params)
+        ad = a._data
+        if tb:
+            bd = b._data
+            if ad.dtype != bd.dtype or ad.dtype.kind != "f":
+                return _apply_promoted(cls, node, a, b, ta, tb, params)
+        elif type(b) in _PY_NUMBERS and ad.dtype.kind == "f":
+            bd = b
         else:
-            ad, bd = promote(a, b, cls.int_to_float)
-        try:
-            out = node.forward(ad, bd, *params)
-        except ValueError:
-            err = broadcast_error(getattr(ad, "shape", ()), getattr(bd, "shape", ()))
-            if err is None:
-                raise
-            raise err from None
-        except TypeError:  # a backend refusing the other's arrays: say which devices
-            err = device_mismatch((a, b))
-            if err is None:
-                raise
-            raise err from None
-        if type(out) is not ndarray:
-            out = as_array(out)
+            return _apply_promoted(cls, node, a, b, ta, tb, params)
+        out = _forward2(node, a, b, ad, bd, params)
         if ((ta and a._requires_grad) or (tb and b._requires_grad)) and _grad_state.grad_enabled:
             return _record2(node, a, b, ta, tb, out)
         return _make(out)
+
+
+def _forward2(node: Op, a, b, ad, bd, params) -> ndarray:
+    """``node.forward`` on two operand arrays, with torch's errors for what NumPy refuses."""
+    try:
+        out = node.forward(ad, bd, *params)
+    except ValueError:
+        err = broadcast_error(getattr(ad, "shape", ()), getattr(bd, "shape", ()))
+        if err is None:
+            raise
+        raise err from None
+    except TypeError:  # a backend refusing the other's arrays: say which devices
+        err = device_mismatch((a, b))
+        if err is None:
+            raise
+        raise err from None
+    return out if type(out) is ndarray else as_array(out)
+
+
+def _apply_promoted(cls, node: Op, a, b, ta: bool, tb: bool, params) -> Tensor:
+    """``BinaryOp.apply`` for operands that need torch's promotion first (mixed dtypes,
+    integers, scalars on the left, bfloat16)."""
+    ad, bd = promote(a, b, cls.int_to_float)
+    low = None
+    if getattr(ad, "dtype", None) is not None and ad.dtype.kind == "V" or \
+            getattr(bd, "dtype", None) is not None and bd.dtype.kind == "V":
+        # bfloat16: compute in float32 and round the result once, as torch's CPU kernels do
+        # (NumPy would widen ``bf16 * 2.0`` to float32 and keep it there)
+        low = ad.dtype if getattr(ad, "dtype", None) is not None and ad.dtype.kind == "V" \
+            else bd.dtype
+        f32 = host.float32
+        ad = ad.astype(f32) if hasattr(ad, "astype") else ad
+        bd = bd.astype(f32) if hasattr(bd, "astype") else bd
+    out = _forward2(node, a, b, ad, bd, params)
+    if low is not None and out.dtype == host.float32:
+        out = out.astype(low)
+    if ((ta and a._requires_grad) or (tb and b._requires_grad)) and _grad_state.grad_enabled:
+        return _record2(node, a, b, ta, tb, out)
+    return _make(out)
 
 
 def _record2(node: Op, a, b, ta: bool, tb: bool, out) -> Tensor:
@@ -335,7 +360,7 @@ def _check_cast(self: Tensor, result, name: str) -> None:
     src, dst = result.dtype, self._data.dtype
     if src == dst:
         return
-    if (src.kind == "f" and dst.kind in "iub") or (src.kind in "iu" and dst.kind == "b"):
+    if (src.kind in FLOAT_KINDS and dst.kind in "iub") or (src.kind in "iu" and dst.kind == "b"):
         raise RuntimeError(f"result type {from_numpy_dtype(src)._legacy[:-6]} can't be cast "
                            f"to the desired output type {from_numpy_dtype(dst)._legacy[:-6]}")
 

@@ -16,8 +16,8 @@ import math
 import warnings
 
 from .. import random as _random
+from .._backend import FLOAT_KINDS, host, is_array, ndarray, xp_of
 from .._backend import dtypes as _dt
-from .._backend import host, is_array, ndarray, xp_of
 from .._tensor import Tensor, _make, _wrap_dim
 from ._op import Op, apply1
 from ._registry import register
@@ -37,7 +37,7 @@ __all__ = [
 
 def _float_only(x: Tensor, kernel: str) -> None:
     """torch's error for a float-only kernel given an integer (or bool) tensor."""
-    if x._data.dtype.kind != "f":
+    if x._data.dtype.kind not in FLOAT_KINDS:
         raise NotImplementedError(f'"{kernel}" not implemented for \'{scalar_name(x.dtype)}\'')
 
 
@@ -654,7 +654,7 @@ def _softmax_impl(cls, kernel: str, input: Tensor, dim: int, dtype) -> Tensor:
     d = _wrap_dim(dim, input._data.ndim)
     if dtype is not None:
         input = input.to(dtype)
-    if input._data.dtype.kind != "f":
+    if input._data.dtype.kind not in FLOAT_KINDS:
         last = d == max(input._data.ndim - 1, 0)
         _float_only(input, f"{kernel}_lastdim_kernel_impl" if last else f"{kernel}_kernel_impl")
     return apply1(cls, input, d)

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import math
 
+from .._backend import FLOAT_KINDS, host, is_array, xp_of
 from .._backend import dtypes as _dt
-from .._backend import host, is_array, xp_of
 from .._tensor import Tensor, _make
 from ._op import (
     _PY_NUMBERS,
@@ -289,7 +289,7 @@ class PowBackward0(Op):
 
     def forward(self, a, exponent):
         self.exponent = exponent
-        if isinstance(exponent, float) and a.dtype.kind != "f":
+        if isinstance(exponent, float) and a.dtype.kind not in FLOAT_KINDS:
             a = a.astype(_dt.get_default_dtype().np)
         with host.errstate(divide="ignore", invalid="ignore"):
             return a ** exponent
@@ -349,7 +349,7 @@ class PowBackward2(Op):
 
     def forward(self, e, base):
         self.base = base
-        if e.dtype.kind != "f" and isinstance(base, float):
+        if e.dtype.kind not in FLOAT_KINDS and isinstance(base, float):
             e = e.astype(_dt.get_default_dtype().np)
         xp = xp_of(e)
         if e.dtype.kind in "iu" and isinstance(base, int):
@@ -793,7 +793,7 @@ def rsub(input, other, *, alpha=1) -> Tensor:
     if isinstance(other, Tensor):
         return RsubBackward0.apply(input, other, alpha)
     dt = input._data.dtype
-    if dt.kind != "f" or type(other) not in (int, float):
+    if dt.kind not in FLOAT_KINDS or type(other) not in (int, float):
         dt = _dt.result_type(input, other).np
     return apply1(RsubBackward1, input, other, alpha, dt)
 
@@ -1051,7 +1051,7 @@ def lerp(input: Tensor, end: Tensor, weight, *, out=None) -> Tensor:
             "Tensor input, Tensor end, Tensor weight, *, Tensor out = None",
             "Tensor input, Tensor end, Number weight, *, Tensor out = None"])
     dt = input._data.dtype
-    if dt.kind != "f":
+    if dt.kind not in FLOAT_KINDS:
         raise NotImplementedError(f"\"lerp_kernel_scalar\" not implemented for "
                                   f"'{scalar_name(input.dtype)}'")
     if end._data.dtype != dt:

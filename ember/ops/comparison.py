@@ -8,8 +8,8 @@ forms.
 
 from __future__ import annotations
 
+from .._backend import FLOAT_KINDS, host, xp_of
 from .._backend import dtypes as _dt
-from .._backend import host, xp_of
 from .._tensor import Tensor, _make
 from ._op import BinaryOp, Op, apply1, broadcast_error, promote
 from ._registry import register
@@ -83,7 +83,7 @@ class ClampBackward1(Op):
 
     def forward(self, a, lo, hi):
         self.lo, self.hi = lo, hi
-        if a.dtype.kind != "f" and (isinstance(lo, float) or isinstance(hi, float)):
+        if a.dtype.kind not in FLOAT_KINDS and (isinstance(lo, float) or isinstance(hi, float)):
             a = a.astype(_dt.get_default_dtype().np)
         return xp_of(a).clip(a, lo, hi)
 
@@ -353,7 +353,7 @@ def _bitwise(ufunc: str, name: str):
         a, b = promote(input, other)
         xp = xp_of(a, b)
         dt = xp.result_type(a, b)
-        if dt.kind == "f":
+        if dt.kind in FLOAT_KINDS:
             try:
                 host.broadcast_shapes(_shape(a), _shape(b))
             except ValueError:
@@ -387,7 +387,7 @@ def _shift(name: str, left: bool):
         a, b = promote(input, other)
         xp = xp_of(a, b)
         dt = xp.result_type(a, b)
-        if dt.kind in "fb":
+        if dt.kind in "fbV":
             err = broadcast_error(_shape(a), _shape(b))  # torch checks shapes first
             if err is not None:
                 raise err
@@ -430,7 +430,7 @@ def _rrshift(self: Tensor, other) -> Tensor:
 
 @register(inplace=True)
 def bitwise_not(input: Tensor) -> Tensor:
-    if input._data.dtype.kind == "f":
+    if input._data.dtype.kind in FLOAT_KINDS:
         raise NotImplementedError(f"\"bitwise_not_cpu\" not implemented for "
                                   f"'{scalar_name(input.dtype)}'")
     a = input._data
@@ -480,7 +480,7 @@ def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-
 def _invert(self: Tensor) -> Tensor:
     """``~x``: logical not of a bool tensor, bitwise not of an integer one."""
     kind = self._data.dtype.kind
-    if kind == "f":
+    if kind in FLOAT_KINDS:
         raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type "
                         "tensors")
     return logical_not(self) if kind == "b" else bitwise_not(self)

@@ -11,7 +11,15 @@ from __future__ import annotations
 import math
 import warnings
 
-from .._backend import device_of, host, is_array, module_for_device, ndarray, to_device_array
+from .._backend import (
+    FLOAT_KINDS,
+    device_of,
+    host,
+    is_array,
+    module_for_device,
+    ndarray,
+    to_device_array,
+)
 from .._backend import dtypes as _dt
 from .._backend.device import device as _device
 from .._backend.device import to_device
@@ -25,7 +33,7 @@ def _finish(data: ndarray, requires_grad: bool, device=None) -> Tensor:
     """The new tensor: ``data`` on ``device`` (None: the default device), copied if elsewhere."""
     t = _make(to_device_array(data, to_device(device)))
     if requires_grad:
-        if data.dtype.kind != "f":
+        if data.dtype.kind not in FLOAT_KINDS:
             raise RuntimeError(REQUIRES_GRAD_DTYPE_ERROR[0].upper() + REQUIRES_GRAD_DTYPE_ERROR[1:])
         t._requires_grad = True
     return t
@@ -190,7 +198,7 @@ def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
     else:
         dt = _dt.to_dtype(dtype).np
     n = max(math.ceil((end - start) / step), 0)
-    data = (start + step * host.arange(n, dtype=host.float64)) if host.dtype(dt).kind == "f" \
+    data = (start + step * host.arange(n, dtype=host.float64)) if host.dtype(dt).kind in FLOAT_KINDS \
         else host.arange(start, end, step)
     return _finish(host.asarray(data).astype(dt), requires_grad, device)
 
@@ -202,7 +210,7 @@ def linspace(start, end, steps: int, *, out=None, dtype=None, layout=None, devic
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     dt = _float_dtype(dtype)
-    if host.dtype(dt).kind != "f":
+    if host.dtype(dt).kind not in FLOAT_KINDS:
         data = host.linspace(start, end, steps).astype(dt)
         return _finish(data, requires_grad, device)
     s, e = dt.type(start), dt.type(end)
@@ -229,7 +237,7 @@ def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=N
 def _random_floats(kind: str, size, generator, dtype, device, requires_grad, op):
     shape = _size(size, op)
     dt = _float_dtype(dtype)
-    if host.dtype(dt).kind != "f":
+    if host.dtype(dt).kind not in FLOAT_KINDS:
         raise RuntimeError(f"\"{'normal' if kind == 'n' else 'uniform'}_kernel_cpu\" not "
                            f"implemented for '{_dt.from_numpy_dtype(dt)._legacy[:-6]}'")
     gen = rng(generator)
@@ -377,7 +385,7 @@ def to_device_copy(input: Tensor, dev: _device, dtype: _dt.dtype | None = None) 
     """``input.to(dev, dtype)`` to another device: an explicit copy, differentiable as torch's
     (``ToCopyBackward0``); the result requires grad only if floating."""
     out = apply1(ToCopyBackward0, input, dev, None if dtype is None else dtype.np)
-    if out._grad_fn is not None and out._data.dtype.kind != "f":
+    if out._grad_fn is not None and out._data.dtype.kind not in FLOAT_KINDS:
         out._grad_fn = None
         out._requires_grad = False
     return out

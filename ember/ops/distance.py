@@ -7,8 +7,8 @@ ops; ``cdist``'s matrix-product path for p = 2 is a composite, as in torch.
 
 from __future__ import annotations
 
+from .._backend import FLOAT_KINDS, xp_of
 from .._backend import dtypes as _dt
-from .._backend import xp_of
 from .._tensor import Tensor, _make
 from ..autograd.grad_mode import no_grad
 from ._op import Op, apply1, broadcast_error
@@ -42,9 +42,9 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
     if not common.is_floating_point:
         raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is "
                            f"{scalar_name(common)}")
-    if x1._data.dtype.kind != "f":
+    if x1._data.dtype.kind not in FLOAT_KINDS:
         x1 = x1.to(common)
-    if x2._data.dtype.kind != "f":
+    if x2._data.dtype.kind not in FLOAT_KINDS:
         x2 = x2.to(common)
     x1, x2 = _broadcast(x1, x2)
     n1 = linalg_vector_norm(x1, 2, dim, keepdim=True).clone()
@@ -67,7 +67,7 @@ def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
     """``F.pairwise_distance``: ||x1 - x2 + eps||_p over the last dim (of the broadcast)."""
     diff = x1 - x2 + eps
     nd = max(x1._data.ndim, x2._data.ndim)
-    if diff._data.dtype.kind != "f":
+    if diff._data.dtype.kind not in FLOAT_KINDS:
         raise RuntimeError(f"norm(): input dtype should be either floating point or complex. "
                            f"Got {scalar_name(diff.dtype)} instead.")
     dims = reduce_dims(nd - 1, diff._data.ndim) or ()
@@ -148,7 +148,7 @@ def pdist(input: Tensor, p: float = 2) -> Tensor:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {input._data.ndim}D")
     if p < 0:
         raise RuntimeError("pdist only supports non-negative p values")
-    if input._data.dtype.kind != "f":
+    if input._data.dtype.kind not in FLOAT_KINDS:
         raise RuntimeError("pdist only supports floating-point dtypes")
     return apply1(PdistBackward0, input, float(p))
 
@@ -209,7 +209,7 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0,
         raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: "
                            f"{a.shape[-1]} X2: {b.shape[-1]}")
     for name, t in (("X1", x1), ("X2", x2)):
-        if t._data.dtype.kind != "f":
+        if t._data.dtype.kind not in FLOAT_KINDS:
             raise RuntimeError(f"cdist only supports floating-point dtypes, {name} got: "
                                f"{scalar_name(t.dtype)}")
     if p < 0:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import warnings
 
-from .._backend import from_numpy_dtype, host, is_array, ndarray, xp_of
+from .._backend import FLOAT_KINDS, from_numpy_dtype, host, is_array, ndarray, xp_of
 from .._tensor import _CPP_NAMES, Tensor, _make, _wrap_dim
 from ._op import Op, apply1, broadcast_error, write_out
 from ._registry import register
@@ -44,7 +44,7 @@ def normalize_key(key):
     for k in key:
         if isinstance(k, Tensor):
             d = k._data
-            if d.dtype.kind == "f":
+            if d.dtype.kind in FLOAT_KINDS:
                 raise IndexError("tensors used as indices must be long, int, byte or bool "
                                  "tensors")
             k = int(d) if d.ndim == 0 and d.dtype.kind in "iu" else d
@@ -61,7 +61,7 @@ def normalize_key(key):
         elif isinstance(k, (list, tuple, range)) or is_array(k):  # a sequence: one index tensor
             if not is_array(k):
                 k = host.asarray(k if isinstance(k, range) else _tensors_to_ints(k))
-            if k.dtype.kind == "f":
+            if k.dtype.kind in FLOAT_KINDS:
                 if k.size:
                     raise IndexError("tensors used as indices must be long, int, byte or bool "
                                      "tensors")
@@ -527,7 +527,7 @@ def _reduce_at(a, src, key, reduce: str, include_self: bool):
     if not include_self:
         if reduce in _IDENTITY:
             ident = _IDENTITY[reduce]
-        elif a.dtype.kind == "f":
+        elif a.dtype.kind in FLOAT_KINDS:
             ident = math.inf if reduce.endswith("min") else -math.inf
         else:
             info = host.iinfo(a.dtype) if a.dtype.kind in "iu" else None
@@ -540,7 +540,7 @@ def _reduce_at(a, src, key, reduce: str, include_self: bool):
             count = xp.full(a.shape, 1 if include_self else 0, dtype=host.int64)
             xp.add.at(count, key, 1)
             count[count == 0] = 1
-            if out.dtype.kind == "f":
+            if out.dtype.kind in FLOAT_KINDS:
                 out = (out / count).astype(out.dtype)
             else:
                 out = xp.floor_divide(out, count).astype(out.dtype)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-from .._backend import host, xp_of
+from .._backend import FLOAT_KINDS, host, xp_of
 from .._tensor import Tensor, _make
 from ..autograd.grad_mode import state as _grad_state
 from ..autograd.record import needs_recording, record
@@ -49,7 +49,7 @@ def _check(A: Tensor, fname: str, square: bool = True, floating: bool = True) ->
     if square and a.shape[-1] != a.shape[-2]:
         raise RuntimeError(f"{fname}: A must be batches of square matrices, but they are "
                            f"{a.shape[-2]} by {a.shape[-1]} matrices")
-    if floating and a.dtype.kind != "f":
+    if floating and a.dtype.kind not in FLOAT_KINDS:
         raise RuntimeError(f"{fname}: Expected a floating point or complex tensor as input. "
                            f"Got {scalar_name(A.dtype)}")
 
@@ -623,7 +623,7 @@ class LinalgPinvBackward0(Op):
 
 def pinv(A: Tensor, *, atol=None, rtol=None, hermitian: bool = False) -> Tensor:
     """``torch.linalg.pinv``: the Moore-Penrose pseudo-inverse."""
-    if A._data.ndim < 2 or A._data.dtype.kind != "f":
+    if A._data.ndim < 2 or A._data.dtype.kind not in FLOAT_KINDS:
         shape = ", ".join(map(str, A._data.shape))
         raise RuntimeError(f"linalg.pinv({scalar_name(A.dtype)}{{[{shape}]}}): expected a "
                            "tensor with 2 or more dimensions of float, double, cfloat or cdouble "

@@ -16,6 +16,7 @@ import warnings
 from .._backend import dtypes as _dt
 from .._backend import host, ndarray, xp_of
 from .._tensor import Tensor, _make
+from ..amp import _state as _amp
 from ..autograd.grad_mode import state as _grad_state
 from ._op import Op, apply1, broadcast_error
 from .arithmetic import scalar_name
@@ -230,6 +231,8 @@ def _weighted(errors: Tensor, weight: Tensor, input: Tensor, reduction: str,
 def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
              reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
     """``F.mse_loss``: mean squared error (``MseLossBackward0``); warns if shapes differ."""
+    if _amp.active:  # autocast: a float32 op
+        input, target = _amp.fp32(input, target)
     _size_warning(input, target)
     if size_average is not None or reduce is not None:
         reduction = _legacy_reduction(size_average, reduce)
@@ -242,6 +245,8 @@ def mse_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
 def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
                    reduction: str = "mean", beta: float = 1.0) -> Tensor:
     """``F.smooth_l1_loss`` (``SmoothL1LossBackward0``); ``beta=0`` is ``l1_loss``."""
+    if _amp.active:  # autocast: a float32 op
+        input, target = _amp.fp32(input, target)
     _size_warning(input, target)
     if size_average is not None or reduce is not None:
         reduction = _legacy_reduction(size_average, reduce)
@@ -257,6 +262,8 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
                weight: Tensor | None = None) -> Tensor:
     """``F.huber_loss`` (``HuberLossBackward0``)."""
+    if _amp.active:  # autocast: a float32 op
+        input, target = _amp.fp32(input, target)
     _size_warning(input, target)
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
@@ -408,6 +415,8 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
              ignore_index: int = -100, reduce=None, reduction: str = "mean") -> Tensor:
     """``F.nll_loss``: input of log-probabilities (C), (N, C) or (N, C, d1, ...); class-index
     targets; ``NllLossBackward0``."""
+    if _amp.active:  # autocast: a float32 op
+        input, = _amp.fp32(input)
     reduction = _reduction(size_average, reduce, reduction)
     return _nll(input, target, weight, ignore_index, reduction)
 
@@ -417,6 +426,8 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                   reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
     """``F.cross_entropy``: log_softmax over dim 1 (dim 0 for 1-d input), then nll_loss for
     class indices, or the soft-target sum for class probabilities (target shaped as input)."""
+    if _amp.active:  # autocast: a float32 op
+        input, target = _amp.fp32(input, target)
     reduction = _reduction(size_average, reduce, reduction)
     if label_smoothing > 1.0:  # torch lets a negative value through: no smoothing
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: "
@@ -521,6 +532,8 @@ class BinaryCrossEntropyBackward0(Op):
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
                          size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
     """``F.binary_cross_entropy`` on probabilities (``BinaryCrossEntropyBackward0``)."""
+    if _amp.active:  # autocast: a float32 op
+        input, target, weight = _amp.fp32(input, target, weight)
     reduction = _reduction(size_average, reduce, reduction)
     if target.shape != input.shape:
         raise ValueError(f"Using a target size ({target.size()}) that is different to the input "
@@ -590,6 +603,8 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
                                      reduce=None, reduction: str = "mean",
                                      pos_weight: Tensor | None = None) -> Tensor:
     """``F.binary_cross_entropy_with_logits``: sigmoid and bce fused, stable for any logit."""
+    if _amp.active:  # autocast: a float32 op
+        input, target, weight, pos_weight = _amp.fp32(input, target, weight, pos_weight)
     reduction = _reduction(size_average, reduce, reduction)
     if target.shape != input.shape:
         raise ValueError(f"Target size ({target.size()}) must be the same as input size "
@@ -639,6 +654,8 @@ class SoftMarginLossBackward0(Op):
 def soft_margin_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
                      reduction: str = "mean") -> Tensor:
     """``F.soft_margin_loss`` (``SoftMarginLossBackward0``); target not differentiable."""
+    if _amp.active:  # autocast: a float32 op
+        input, target = _amp.fp32(input, target)
     reduction = _reduction(size_average, reduce, reduction)
     _not_differentiable(target, "soft_margin_loss", "target")
     try:
@@ -698,6 +715,8 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
                       weight: Tensor | None = None, size_average=None, reduce=None,
                       reduction: str = "mean") -> Tensor:
     """``F.multi_margin_loss`` (``MultiMarginLossBackward0``), p = 1 or 2."""
+    if _amp.active:  # autocast: a float32 op
+        input, weight = _amp.fp32(input, weight)
     reduction = _reduction(size_average, reduce, reduction)
     if p != 1 and p != 2:
         raise ValueError("only p == 1 and p == 2 supported")
@@ -767,6 +786,8 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average=None, red
                            reduction: str = "mean") -> Tensor:
     """``F.multilabel_margin_loss`` (``MultilabelMarginLossBackward0``): target holds class
     indices, ended by the first -1."""
+    if _amp.active:  # autocast: a float32 op
+        input, = _amp.fp32(input)
     reduction = _reduction(size_average, reduce, reduction)
     nd = input.dim()
     if not ((nd == 2 and input.shape[1] != 0) or (nd == 1 and input.shape[0] != 0)

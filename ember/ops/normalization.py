@@ -8,7 +8,7 @@ instance_norm and local_response_norm, composites, are in ``nn.functional.normal
 
 from __future__ import annotations
 
-from .._backend import xp_of
+from .._backend import FLOAT_KINDS, xp_of
 from .._tensor import Size, Tensor, _make
 from ._op import Op
 from ._registry import register
@@ -22,7 +22,7 @@ def _shape_str(shape) -> str:
 
 
 def _float_only(x: Tensor, kernel: str) -> None:
-    if x._data.dtype.kind != "f":
+    if x._data.dtype.kind not in FLOAT_KINDS:
         raise NotImplementedError(f'"{kernel}" not implemented for \'{scalar_name(x.dtype)}\'')
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 
-from .._backend import host, ndarray, xp_of
+from .._backend import FLOAT_KINDS, host, ndarray, xp_of
 from .._tensor import Tensor, _make
 from ._op import Op, apply1
 from ._registry import register
@@ -130,7 +130,7 @@ def _running_max(views, shape, dtype):
     best = xp.array(views[0], dtype=dtype, copy=True)
     for v in views[1:]:
         xp.maximum(best, v, out=best)
-    if dtype.kind == "f" and xp.isnan(best).any():
+    if dtype.kind in FLOAT_KINDS and xp.isnan(best).any():
         return best, _last_nan_or_first_max(views, shape)
     itype = host.int8 if len(views) < 128 else host.int64
     arg = xp.zeros(shape, dtype=itype)
@@ -281,7 +281,7 @@ def _max_pool_arrays(a, kernel, stride, padding, dilation, out):
     sizes = a.shape[a.ndim - nd:]
     his = [max((o - 1) * s + d * (k - 1) + 1 - n - p, 0)
            for o, s, d, k, n, p in zip(out, stride, dilation, kernel, sizes, padding)]
-    fill = -math.inf if a.dtype.kind == "f" else host.iinfo(a.dtype).min
+    fill = -math.inf if a.dtype.kind in FLOAT_KINDS else host.iinfo(a.dtype).min
     padded = pad_array(a, [(p, hi) for p, hi in zip(padding, his)], fill)
     win = windows(padded, kernel, stride, dilation, out)  # (..., *out, *kernel)
     lead = (Ellipsis,)

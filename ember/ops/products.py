@@ -11,7 +11,7 @@ from .._backend import dtypes as _dt
 from .._backend import from_numpy_dtype, host, xp_of
 from .._tensor import _CPP_NAMES, Tensor, _make, _wrap_dim
 from ..amp import _state as _amp
-from ._op import BinaryOp, Op
+from ._op import BinaryOp, Op, write_out
 from ._registry import register
 from .arithmetic import scalar_name
 
@@ -24,6 +24,12 @@ def _dtype_check(a: Tensor, b: Tensor, op: str) -> None:
                            f"{from_numpy_dtype(b._data.dtype).name}")
 
 
+
+def _low(out, like):
+    """``out`` in ``like``'s dtype: NumPy multiplies bfloat16 matrices in float32 (ml_dtypes),
+    and torch rounds such a product back to bfloat16."""
+    return out if out.dtype == like.dtype else out.astype(like.dtype)
+
 class MmBackward0(BinaryOp):
     """mm(a, b): d/da = grad @ b^T, d/db = a^T @ grad."""
 
@@ -32,7 +38,7 @@ class MmBackward0(BinaryOp):
     save_crosswise = True
 
     def forward(self, a, b):
-        return a @ b
+        return _low(a @ b, a)
 
     def backward(self, grad):
         a, b = self.saved()
@@ -54,7 +60,7 @@ class MvBackward0(BinaryOp):
     save_crosswise = True
 
     def forward(self, m, v):
-        return m @ v
+        return _low(m @ v, m)
 
     def backward(self, grad):
         m, v = self.saved()
@@ -86,7 +92,7 @@ class BmmBackward0(BinaryOp):
     save_crosswise = True
 
     def forward(self, a, b):
-        return a @ b
+        return _low(a @ b, a)
 
     def backward(self, grad):
         a, b = self.saved()
@@ -106,7 +112,7 @@ class MatmulBackward0(BinaryOp):
     save_inputs = (0, 1)
 
     def forward(self, a, b):
-        return a @ b
+        return _low(a @ b, a)
 
     def backward(self, grad):
         a, b = self.saved()
@@ -145,8 +151,10 @@ def _size_error(op: str, a: Tensor, b: Tensor) -> RuntimeError:
 
 
 @register
-def mm(input: Tensor, mat2: Tensor) -> Tensor:
+def mm(input: Tensor, mat2: Tensor, *, out: Tensor | None = None) -> Tensor:
     """``torch.mm``: 2-D @ 2-D."""
+    if out is not None:
+        return write_out(out, mm(input, mat2), "mm")
     if _amp.active:  # autocast: lower-precision op
         input, mat2 = _amp.lower(input, mat2)
     if input._data.ndim != 2 or mat2._data.ndim != 2:
@@ -159,8 +167,10 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
 
 
 @register
-def mv(input: Tensor, vec: Tensor) -> Tensor:
+def mv(input: Tensor, vec: Tensor, *, out: Tensor | None = None) -> Tensor:
     """``torch.mv``: 2-D @ 1-D."""
+    if out is not None:
+        return write_out(out, mv(input, vec), "mv")
     if input._data.ndim != 2 or vec._data.ndim != 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got {vec._data.ndim}, "
                            f"{input._data.ndim}, {vec._data.ndim}")
@@ -183,15 +193,19 @@ def check_vectors(input: Tensor, other: Tensor) -> None:
 
 
 @register
-def dot(input: Tensor, tensor: Tensor) -> Tensor:
+def dot(input: Tensor, tensor: Tensor, *, out: Tensor | None = None) -> Tensor:
     """``torch.dot``: 1-D . 1-D (torch names the second argument ``tensor``)."""
+    if out is not None:
+        return write_out(out, dot(input, tensor), "dot")
     check_vectors(input, tensor)
     return DotBackward0.apply(input, tensor)
 
 
 @register
-def bmm(input: Tensor, mat2: Tensor) -> Tensor:
+def bmm(input: Tensor, mat2: Tensor, *, out: Tensor | None = None) -> Tensor:
     """``torch.bmm``: (b, n, m) @ (b, m, p), no broadcasting."""
+    if out is not None:
+        return write_out(out, bmm(input, mat2), "bmm")
     if _amp.active:  # autocast: lower-precision op
         input, mat2 = _amp.lower(input, mat2)
     if input._data.ndim != 3 or mat2._data.ndim != 3:
@@ -205,8 +219,10 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
 
 
 @register(operators=("__matmul__",))
-def matmul(input: Tensor, other: Tensor) -> Tensor:
+def matmul(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
     """``torch.matmul``: dot, mv, mm or broadcast batched matmul by the operands' dims."""
+    if out is not None:
+        return write_out(out, matmul(input, other), "matmul")
     if _amp.active:  # autocast: lower-precision op
         input, other = _amp.lower(input, other)
     if not isinstance(input, Tensor) or not isinstance(other, Tensor):
@@ -320,7 +336,7 @@ class AddmmBackward0(Op):
 
     def forward(self, inp, m1, m2, beta, alpha):
         self.beta, self.alpha = beta, alpha
-        return _scaled_sum(inp, m1 @ m2, beta, alpha)
+        return _low(_scaled_sum(inp, m1 @ m2, beta, alpha), m1)
 
     def backward(self, grad):
         m1, m2 = self.saved()
@@ -337,7 +353,7 @@ class AddmvBackward0(Op):
 
     def forward(self, inp, mat, vec, beta, alpha):
         self.beta, self.alpha = beta, alpha
-        return _scaled_sum(inp, mat @ vec, beta, alpha)
+        return _low(_scaled_sum(inp, mat @ vec, beta, alpha), mat)
 
     def backward(self, grad):
         mat, vec = self.saved()
@@ -371,7 +387,7 @@ class BaddbmmBackward0(Op):
 
     def forward(self, inp, b1, b2, beta, alpha):
         self.beta, self.alpha = beta, alpha
-        return _scaled_sum(inp, b1 @ b2, beta, alpha)
+        return _low(_scaled_sum(inp, b1 @ b2, beta, alpha), b1)
 
     def backward(self, grad):
         b1, b2 = self.saved()
@@ -391,7 +407,7 @@ class AddbmmBackward0(Op):
         xp = xp_of(b1)
         prod = xp.einsum("bij,bjk->ik", b1, b2, optimize=True) if b1.shape[0] else \
             xp.zeros((b1.shape[1], b2.shape[2]), dtype=b1.dtype)
-        return _scaled_sum(inp, prod, beta, alpha)
+        return _low(_scaled_sum(inp, prod, beta, alpha), b1)
 
     def backward(self, grad):
         b1, b2 = self.saved()

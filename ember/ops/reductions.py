@@ -13,8 +13,8 @@ import warnings
 from collections import namedtuple
 from itertools import pairwise
 
+from .._backend import FLOAT_KINDS, host, xp_of
 from .._backend import dtypes as _dt
-from .._backend import host, xp_of
 from .._tensor import Tensor, _make, _wrap_dim
 from ._op import Op, apply1, record_outputs
 from ._registry import register
@@ -92,6 +92,8 @@ class SumBackward0(Op):
         self.shape = a.shape
         # add.reduce, not sum: its float warnings are then attributed to ember (and
         # silenced), and it skips NumPy's Python wrapper of sum
+        if a.dtype.kind == "V" and out_dtype is None:  # bfloat16: accumulate in float32
+            return xp_of(a).add.reduce(a, axis=None, dtype=host.float32).astype(a.dtype)
         return xp_of(a).add.reduce(a, axis=None, dtype=out_dtype)
 
     def backward(self, grad):
@@ -108,6 +110,9 @@ class SumBackward1(Op):
 
     def forward(self, a, dims, keepdim, out_dtype):
         self.shape, self.dims, self.keepdim = a.shape, dims, keepdim
+        if a.dtype.kind == "V" and out_dtype is None:  # bfloat16: accumulate in float32
+            return xp_of(a).add.reduce(a, axis=dims, keepdims=keepdim,
+                                       dtype=host.float32).astype(a.dtype)
         return xp_of(a).add.reduce(a, axis=dims, keepdims=keepdim, dtype=out_dtype)
 
     def backward(self, grad):
@@ -126,6 +131,8 @@ class MeanBackward0(Op):
         self.shape = a.shape
         if not a.size:  # NumPy warns "Mean of empty slice"; torch quietly gives nan
             return xp_of(a).full((), math.nan, dtype=a.dtype)
+        if a.dtype.kind == "V":  # bfloat16: accumulate in float32, as torch
+            return a.mean(dtype=host.float32).astype(a.dtype)
         return a.mean()
 
     def backward(self, grad):
@@ -150,6 +157,8 @@ class MeanBackward1(Op):
         if not a.size:  # NumPy warns "Mean of empty slice"; torch quietly gives nan
             with host.errstate(invalid="ignore"):
                 return a.sum(axis=dims, keepdims=keepdim) / 0
+        if a.dtype.kind == "V":  # bfloat16: accumulate in float32, as torch
+            return a.mean(axis=dims, keepdims=keepdim, dtype=host.float32).astype(a.dtype)
         return a.mean(axis=dims, keepdims=keepdim)
 
     def backward(self, grad):
@@ -300,7 +309,7 @@ def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tenso
     """``torch.mean``: floating inputs only (torch refuses to guess an integer mean's dtype)."""
     if dtype is not None:
         input = input.to(dtype)
-    if input._data.dtype.kind != "f":
+    if input._data.dtype.kind not in FLOAT_KINDS:
         raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a "
                            f"floating point or complex dtype. Got: {scalar_name(input.dtype)}")
     if dim is None and not keepdim:
@@ -312,7 +321,7 @@ def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tenso
 def linalg_vector_norm(input: Tensor, ord=2, dim=None, keepdim: bool = False, *,
                        dtype=None) -> Tensor:
     """``torch.linalg.vector_norm``."""
-    if input._data.dtype.kind != "f":
+    if input._data.dtype.kind not in FLOAT_KINDS:
         raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as "
                            f"input. Got {scalar_name(input.dtype)}")
     if dtype is not None:
@@ -652,7 +661,7 @@ class StdMeanBackward0(Op):
 def _var_args(input: Tensor, dim, unbiased, keepdim, correction):
     """Torch's overloads: ``(dim, *, correction, keepdim)``, ``(dim, unbiased, keepdim)`` and
     ``(unbiased)`` (a bool where dim goes)."""
-    if input._data.dtype.kind != "f":
+    if input._data.dtype.kind not in FLOAT_KINDS:
         raise RuntimeError("std and var only support floating point and complex dtypes")
     if isinstance(dim, bool):
         dim, unbiased = None, dim
@@ -724,7 +733,7 @@ class LogsumexpBackward0(Op):
 @register
 def logsumexp(input: Tensor, dim, keepdim: bool = False) -> Tensor:
     """``torch.logsumexp``: stable for large inputs; integer inputs give the default float."""
-    if input._data.dtype.kind != "f":
+    if input._data.dtype.kind not in FLOAT_KINDS:
         input = input.to(_dt.get_default_dtype())
     nd = input._data.ndim
     return apply1(LogsumexpBackward0, input, _all_if_empty(reduce_dims(dim, nd), nd), keepdim)
@@ -769,7 +778,7 @@ def nansum(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Ten
 @register
 def nanmean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     """``torch.nanmean``: as torch, ``nansum / count of non-NaN`` (recorded as DivBackward0)."""
-    if input._data.dtype.kind != "f":
+    if input._data.dtype.kind not in FLOAT_KINDS:
         raise RuntimeError("nanmean(): expected input to have floating point or complex dtype "
                            f"but got {scalar_name(input.dtype)}")
     a = input._data
@@ -816,7 +825,7 @@ def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0) -> Ten
     element equal to ``max`` counts in the last bin. Not differentiable."""
     a = input._data
     xp = xp_of(a)
-    if a.dtype.kind != "f":
+    if a.dtype.kind not in FLOAT_KINDS:
         raise NotImplementedError(f"\"histogram_cpu\" not implemented for "
                                   f"'{scalar_name(input.dtype)}'")
     if bins <= 0:

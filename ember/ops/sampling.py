@@ -9,8 +9,8 @@ that require grad through the one in-place mechanism.
 
 from __future__ import annotations
 
+from .._backend import FLOAT_KINDS, host, xp_of
 from .._backend import dtypes as _dt
-from .._backend import host, xp_of
 from .._tensor import _CPP_NAMES, Tensor, _make
 from ..random import rng
 from ._op import Op, apply1, broadcast_error, write_out
@@ -89,7 +89,7 @@ class NormalBackward3(_ZeroGrad):
 
 
 def _check_float(t: Tensor, kernel: str) -> None:
-    if t._data.dtype.kind != "f":
+    if t._data.dtype.kind not in FLOAT_KINDS:
         raise NotImplementedError(f"\"{kernel}\" not implemented for "
                                   f"'{_dtype_name(t._data.dtype)}'")
 
@@ -140,7 +140,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
             raise TypeError(_NORMAL_SIGNATURES.format(got=got))
         shape = _size((size,), "normal")
         dt = host.dtype(_float_dtype(dtype))
-        if dt.kind != "f":
+        if dt.kind not in FLOAT_KINDS:
             raise NotImplementedError(f"\"normal_kernel_cpu\" not implemented for "
                                       f"'{_dtype_name(dt)}'")
         data = (mean + std * _draw("normal", gen, shape, dt)).astype(dt, copy=False)
@@ -198,7 +198,7 @@ def bernoulli(input: Tensor, p=None, *, generator=None, out=None) -> Tensor:
                         lambda a: xp_of(a).asarray((gen.random(shape) < p).astype(dt)),
                         "bernoulli")
     else:
-        if input._data.dtype.kind != "f":
+        if input._data.dtype.kind not in FLOAT_KINDS:
             raise NotImplementedError(f"\"bernoulli_tensor_cpu_p_\" not implemented for "
                                       f"'{_dtype_name(input._data.dtype)}'")
         _check_p_tensor(input)
@@ -223,7 +223,7 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, g
     w = input._data
     if w.ndim not in (1, 2):
         raise RuntimeError("prob_dist must be 1 or 2 dim")
-    if w.dtype.kind != "f":
+    if w.dtype.kind not in FLOAT_KINDS:
         raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: "
                            f"{_dtype_name(w.dtype)}")
     n = w.shape[-1]
@@ -301,7 +301,7 @@ def uniform_(self: Tensor, from_: float = 0.0, to: float = 1.0, *, generator=Non
              **kwargs) -> Tensor:
     """``Tensor.uniform_``: fill with samples of U[from, to)."""
     from_ = kwargs.pop("from", from_)
-    if self._data.dtype.kind != "f":
+    if self._data.dtype.kind not in FLOAT_KINDS:
         raise NotImplementedError(f"\"check_uniform_bounds\" not implemented for "
                                   f"'{_dtype_name(self._data.dtype)}'")
     if from_ > to:
@@ -326,7 +326,7 @@ def normal_(self: Tensor, mean: float = 0.0, std: float = 1.0, *, generator=None
 @register(export=False)
 def exponential_(self: Tensor, lambd: float = 1.0, *, generator=None) -> Tensor:
     """``Tensor.exponential_``: fill with samples of Exp(lambd) (mean 1 / lambd)."""
-    if self._data.dtype.kind != "f":
+    if self._data.dtype.kind not in FLOAT_KINDS:
         raise RuntimeError(f"Exponential distribution is a continuous probability distribution. "
                            f"dtype must be a floating point but you specified "
                            f"{_dtype_name(self._data.dtype)}")
@@ -358,7 +358,7 @@ _FLOAT_MANTISSA = {host.dtype(host.float16): 11, host.dtype(host.float32): 24,
 
 def _random_bound(dt) -> int:
     """The largest value ``random_()`` draws for ``dt`` (inclusive), as torch bounds it."""
-    if dt.kind == "f":
+    if dt.kind in FLOAT_KINDS:
         return 2 ** _FLOAT_MANTISSA[dt]
     if dt.kind == "b":
         return 1

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections import namedtuple
 
+from .._backend import FLOAT_KINDS, host, xp_of
 from .._backend import dtypes as _dt
-from .._backend import host, xp_of
 from .._tensor import Tensor, _make, _wrap_dim
 from ..autograd.grad_mode import state as _grad_state
 from ._op import Op, apply1, record_op
@@ -155,7 +155,7 @@ class CummaxBackward0(Op):
         values = getattr(xp, ufunc).accumulate(a, axis=dim)
         pos = xp.arange(a.shape[dim]).reshape((-1,) + (1,) * (a.ndim - 1 - dim))
         # torch moves the index to every later element equal to the running extreme (or NaN)
-        hit = (a == values) | xp.isnan(a) if a.dtype.kind == "f" else a == values
+        hit = (a == values) | xp.isnan(a) if a.dtype.kind in FLOAT_KINDS else a == values
         self.idx = xp.maximum.accumulate(xp.where(hit, pos, 0), axis=dim).astype(host.int64)
         return values
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-from .._backend import host, xp_of
+from .._backend import FLOAT_KINDS, host, xp_of
 from .._backend.dtypes import _FROM_NP
 from .._tensor import Tensor, _make, _wrap_dim
 from ..autograd.grad_mode import state as _grad_state
@@ -198,7 +198,7 @@ def _median_dim(input: Tensor, dim: int, keepdim: bool, ignore_nan: bool):
     if not a.ndim:
         return _select(cls, result, input, a.copy(), xp.zeros((), host.int64), d)
     n = a.shape[d]
-    numbers = (~xp.isnan(a)).sum(axis=d, keepdims=True) if a.dtype.kind == "f" else n
+    numbers = (~xp.isnan(a)).sum(axis=d, keepdims=True) if a.dtype.kind in FLOAT_KINDS else n
     if ignore_nan:  # the lower median of the numbers; an all-NaN slice gives its first NaN
         pos = xp.maximum(numbers - 1, 0) // 2
     else:  # any NaN makes the median NaN: the first NaN (it sorts right after the numbers)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 
-from .._backend import device_of, host, ndarray, xp_of
+from .._backend import FLOAT_KINDS, device_of, host, ndarray, xp_of
 from .._backend import dtypes as _dt
 from .._backend.device import device, to_device
 from .._tensor import Tensor, _make
@@ -225,7 +225,7 @@ class ReciprocalBackward0(Op):
     save_output = True
 
     def forward(self, a):
-        if a.dtype.kind != "f":
+        if a.dtype.kind not in FLOAT_KINDS:
             a = a.astype(_dt.get_default_dtype().np)
         with host.errstate(divide="ignore"):
             return xp_of(a).reciprocal(a)
@@ -818,7 +818,7 @@ def _float_unary(cls, name: str):
     def fn(input: Tensor, *, out=None) -> Tensor:
         if not isinstance(input, Tensor):
             _check_tensor(input, name)
-        if input._data.dtype.kind != "f":
+        if input._data.dtype.kind not in FLOAT_KINDS:
             input = _make(input._data.astype(_dt.get_default_dtype().np))
         result = apply1(cls, input)
         return result if out is None else _maybe_out(result, out)
@@ -857,7 +857,7 @@ def sign(input: Tensor) -> Tensor:
 
 def _as_float(x: Tensor) -> Tensor:
     """Integer and bool tensors are computed in the default float dtype, as torch does."""
-    if x._data.dtype.kind != "f":
+    if x._data.dtype.kind not in FLOAT_KINDS:
         return _make(x._data.astype(_dt.get_default_dtype().np))
     return x
 
@@ -903,7 +903,7 @@ def _rounding(cls, name: str, kernel: str):
         kind = x._data.dtype.kind
         if kind == "b":
             raise NotImplementedError(f"\"{kernel}_vml_cpu\" not implemented for 'Bool'")
-        if kind != "f":
+        if kind not in FLOAT_KINDS:
             return _maybe_out(_make(x._data.copy()), out)
         return _maybe_out(apply1(cls, x), out)
 
@@ -925,7 +925,7 @@ def round(input: Tensor, *, decimals: int | None = None, out=None) -> Tensor:
     if decimals is None:
         return _round0(input, out=out)
     x = _check_tensor(input, "round")
-    if x._data.dtype.kind != "f":
+    if x._data.dtype.kind not in FLOAT_KINDS:
         raise NotImplementedError(f"\"round_cpu\" not implemented for '{scalar_name(x.dtype)}'")
     return _maybe_out(apply1(RoundBackward1, x, int(decimals)), out)
 
@@ -934,7 +934,7 @@ def round(input: Tensor, *, decimals: int | None = None, out=None) -> Tensor:
 def frac(input: Tensor, *, out=None) -> Tensor:
     """``torch.frac``: x - trunc(x), floating tensors only."""
     x = _check_tensor(input, "frac")
-    if x._data.dtype.kind != "f":
+    if x._data.dtype.kind not in FLOAT_KINDS:
         raise NotImplementedError(f"\"frac_cpu\" not implemented for '{scalar_name(x.dtype)}'")
     return _maybe_out(apply1(FracBackward0, x), out)
 
@@ -945,7 +945,7 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
     """``torch.nan_to_num``: NaN, +inf and -inf replaced (infinities by the dtype's extremes
     unless given); integer and bool tensors come back unchanged (a copy)."""
     x = _check_tensor(input, "nan_to_num")
-    if x._data.dtype.kind != "f":
+    if x._data.dtype.kind not in FLOAT_KINDS:
         return _maybe_out(_make(x._data.copy()), out)
     return _maybe_out(apply1(NanToNumBackward0, x, nan, posinf, neginf), out)
 

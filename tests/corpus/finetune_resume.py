@@ -110,6 +110,7 @@ with tempfile.TemporaryDirectory() as tmp:
 
     model.load_state_dict(best_model_wts)
     torch.save(model, os.path.join(tmp, "best.pt"))
+    torch.serialization.add_safe_globals([FineTuned])
     best = torch.load(os.path.join(tmp, "best.pt"), weights_only=False)
 
 frozen_unchanged = torch.equal(model.features[1].weight, make().features[1].weight)

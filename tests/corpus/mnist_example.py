@@ -117,7 +117,8 @@ def main():
         if args.save_model:
             torch.save(model.state_dict(), os.path.join(tmp, "mnist_cnn.pt"))
             torch.save(model, os.path.join(tmp, "mnist_whole.pt"))
-            reloaded = torch.load(os.path.join(tmp, "mnist_whole.pt"), weights_only=False)
+            with torch.serialization.safe_globals([Net]):
+                reloaded = torch.load(os.path.join(tmp, "mnist_whole.pt"), weights_only=False)
             state = torch.load(os.path.join(tmp, "mnist_cnn.pt"), weights_only=True)
             saved = sorted(state)
         else:

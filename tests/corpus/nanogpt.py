@@ -212,6 +212,7 @@ for flash in (True, False):
                 state_dict[k[len(unwanted_prefix):]] = state_dict.pop(k)
         model2.load_state_dict(state_dict)
         torch.save(model2, os.path.join(tmp, "whole.pt"))
+        torch.serialization.add_safe_globals([GPT, GPTConfig, Block, CausalSelfAttention, MLP, LayerNorm])
         model3 = torch.load(os.path.join(tmp, "whole.pt"), weights_only=False)
     model3.eval()
     start = data[:5].unsqueeze(0)

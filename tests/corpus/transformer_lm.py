@@ -89,6 +89,7 @@ with tempfile.TemporaryDirectory() as tmp:
     torch.save(model.state_dict(), best_model_params_path)
     model.load_state_dict(torch.load(best_model_params_path))
     torch.save(model, os.path.join(tmp, "whole.pt"))
+    torch.serialization.add_safe_globals([TransformerModel, PositionalEncoding])
     whole = torch.load(os.path.join(tmp, "whole.pt"), weights_only=False).eval()
 mask = nn.Transformer.generate_square_subsequent_mask(4)
 with torch.no_grad():

@@ -82,6 +82,7 @@ with tempfile.TemporaryDirectory() as tmp:
                os.path.join(tmp, "vae.ckpt"))
     state = torch.load(os.path.join(tmp, "vae.ckpt"), weights_only=True)
     torch.save(model, os.path.join(tmp, "vae.pt"))
+    torch.serialization.add_safe_globals([VAE])
     whole = torch.load(os.path.join(tmp, "vae.pt"), weights_only=False)
 
 report(epoch_losses=epoch_losses, sample_mean=sample.mean(dim=1), comparison_sum=comparison.sum().item(),

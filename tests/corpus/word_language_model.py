@@ -106,6 +106,7 @@ for rnn_type in ("LSTM", "GRU"):
         with open(os.path.join(tmp, "model.pt"), "wb") as f:
             torch.save(model, f)
         with open(os.path.join(tmp, "model.pt"), "rb") as f:
+            torch.serialization.add_safe_globals([RNNModel])
             model = torch.load(f, weights_only=False)
             model.rnn.flatten_parameters()
     with torch.autocast(device_type=device.type, dtype=torch.bfloat16):

@@ -27,7 +27,9 @@ class AddmmBackward0(Op):
     save_inputs = (1, 2)
 
     def forward(self, bias, a, b):
-        return bias + a @ b
+        out = bias + a @ b
+        # bfloat16 (ml_dtypes) multiplies in float32: round once, as torch's GEMM does
+        return out if out.dtype == a.dtype else out.astype(a.dtype)
 
     def backward(self, grad):
         a, b = self.saved()

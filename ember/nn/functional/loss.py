@@ -10,6 +10,7 @@ import math
 import warnings
 
 from ..._tensor import Tensor
+from ...amp import _state as _amp
 from ...autograd.grad_mode import no_grad
 from ...ops.arithmetic import xlogy
 from ...ops.comparison import clamp_min, minimum, where
@@ -55,6 +56,8 @@ def l1_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
             reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
     """``F.l1_loss``: mean absolute error; a composite, as torch records it (``AbsBackward0``
     under ``MeanBackward0``/``SumBackward0``)."""
+    if _amp.active:  # autocast: a float32 op
+        input, target = _amp.fp32(input, target)
     _size_warning(input, target)
     if size_average is not None or reduce is not None:
         reduction = _legacy_reduction(size_average, reduce)
@@ -72,6 +75,8 @@ def kl_div(input: Tensor, target: Tensor, size_average=None, reduce=None,
            reduction: str = "mean", log_target: bool = False) -> Tensor:
     """``F.kl_div``: input in log space; target too if ``log_target``. ``'batchmean'`` divides
     the sum by the batch size; ``'mean'`` warns, as torch does."""
+    if _amp.active:  # autocast: a float32 op
+        input, target = _amp.fp32(input, target)
     if size_average is not None or reduce is not None:
         reduction = _legacy_reduction(size_average, reduce)
         batchmean = False
@@ -99,6 +104,8 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full
                      reduction: str = "mean") -> Tensor:
     """``F.poisson_nll_loss``: exp(input) - target * input (or input - target log(input + eps));
     ``full`` adds Stirling's term where target > 1."""
+    if _amp.active:  # autocast: a float32 op
+        input, target = _amp.fp32(input, target)
     if size_average is not None or reduce is not None:
         reduction = _legacy_reduction(size_average, reduce)
     if reduction not in _REDUCTIONS:
@@ -145,6 +152,8 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var, full: bool = False,
 def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0,
                           size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
     """``F.cosine_embedding_loss``: 1 - cos where target == 1, max(0, cos - margin) where -1."""
+    if _amp.active:  # autocast: a float32 op
+        input1, input2 = _amp.fp32(input1, input2)
     reduction = _reduction(size_average, reduce, reduction)
     td = target.dim()
     if td not in (0, 1):
@@ -169,6 +178,8 @@ def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin
 def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0,
                         size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
     """``F.margin_ranking_loss``: max(0, -target (input1 - input2) + margin)."""
+    if _amp.active:  # autocast: a float32 op
+        input1, input2 = _amp.fp32(input1, input2)
     reduction = _reduction(size_average, reduce, reduction)
     if input1.dim() != input2.dim() or input1.dim() != target.dim():
         raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension "
@@ -180,6 +191,8 @@ def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: 
 def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,
                          size_average=None, reduce=None, reduction: str = "mean") -> Tensor:
     """``F.hinge_embedding_loss``: input where target == 1, max(0, margin - input) where -1."""
+    if _amp.active:  # autocast: a float32 op
+        input, = _amp.fp32(input)
     reduction = _reduction(size_average, reduce, reduction)
     margin_clamp = (margin - input).clamp_min(0)
     out = where(target != 1, margin_clamp, 0.0) + where(target != -1, input, 0.0)
@@ -213,6 +226,8 @@ def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor,
                         swap: bool = False, size_average=None, reduce=None,
                         reduction: str = "mean") -> Tensor:
     """``F.triplet_margin_loss``: max(0, margin + d(a, p) - d(a, n)), d the pairwise p-norm."""
+    if _amp.active:  # autocast: a float32 op
+        anchor, positive, negative = _amp.fp32(anchor, positive, negative)
     reduction = _reduction(size_average, reduce, reduction)
     if margin <= 0:
         raise ValueError(f"margin must be greater than 0, got {margin}")

@@ -420,11 +420,13 @@ class Module:
         return self._apply(lambda t: t.to(dtypes.float16) if t.is_floating_point() else t)
 
     def bfloat16(self) -> Module:
-        bf16 = getattr(dtypes, "bfloat16", None)
-        if bf16 is None:  # NumPy has no bfloat16
-            raise TypeError("Module.bfloat16: ember has no bfloat16 dtype (NumPy lacks one); "
-                            "use half() or float()")
-        return self._apply(lambda t: t.to(bf16) if t.is_floating_point() else t)
+        return self._apply(lambda t: t.to(dtypes.bfloat16) if t.is_floating_point() else t)
+
+    def compile(self, *args, **kwargs) -> None:
+        """``nn.Module.compile``: torch compiles ``__call__`` in place; ember runs eagerly, so
+        this checks ``torch.compile``'s arguments and changes nothing."""
+        from ..._compile import compile as _compile  # lazy: ember.compile loads on first use
+        _compile(self._call_impl, *args, **kwargs)
 
     def to_empty(self, *, device=None, recurse: bool = True) -> Module:
         """Parameters and buffers become uninitialised tensors of the same shapes."""
