@@ -177,6 +177,33 @@ def _tensors_to_lists(seq):
             _tensors_to_lists(x) if isinstance(x, (list, tuple)) else x for x in seq]
 
 
+class UntypedStorage:
+    """What ``Tensor.untyped_storage()`` returns (torch's ``UntypedStorage``, read-only): the
+    size and address of the memory a tensor and its views share; no element access."""
+
+    __slots__ = ("_root",)
+
+    def __init__(self, root) -> None:
+        self._root = root
+
+    def nbytes(self) -> int:
+        return int(self._root.nbytes)
+
+    size = nbytes  # torch: an untyped storage's size is counted in bytes
+
+    def __len__(self) -> int:
+        return self.nbytes()
+
+    def element_size(self) -> int:
+        return 1
+
+    def data_ptr(self) -> int:
+        return data_ptr(self._root)
+
+    def __sizeof__(self) -> int:  # sys.getsizeof: the object and its bytes, as torch
+        return object.__sizeof__(self) + self.nbytes()
+
+
 class Tensor:
     """A multi-dimensional array that can record the operations applied to it.
 
@@ -331,8 +358,8 @@ class Tensor:
     def data_ptr(self) -> int:
         return data_ptr(self._data)
 
-    def untyped_storage(self):
-        raise NotImplementedError("ember tensors expose no storage object; use .numpy()")
+    def untyped_storage(self) -> UntypedStorage:
+        return UntypedStorage(self._storage_root())
 
     @property
     def _version(self) -> int:

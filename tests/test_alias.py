@@ -424,24 +424,8 @@ TORCHINFO = """
 """
 
 
-def _torchinfo_gaps() -> list[str]:
-    """What torchinfo needs from torch that ember lacks so far (other parts of ember add
-    them); the torchinfo test is a strict xfail until this is empty."""
-    import ember
-    gaps = []
-    if importlib.util.find_spec("ember.jit") is None:
-        gaps.append("ember.jit (torchinfo imports torch.jit.ScriptModule)")
-    try:
-        ember.zeros(1).untyped_storage()
-    except NotImplementedError:
-        gaps.append("Tensor.untyped_storage() (torchinfo takes sys.getsizeof of it)")
-    return gaps
-
-
 @requires_torch
 @pytest.mark.skipif(not HAS_TORCHINFO, reason="torchinfo is not installed (the test extra has it)")
-@pytest.mark.xfail(bool(_torchinfo_gaps()), strict=True,
-                   reason="ember lacks: " + "; ".join(_torchinfo_gaps()))
 def test_torchinfo_summary_under_the_alias_matches_torch(tmp_path):
     real, emb = both(tmp_path, TORCHINFO)
     # the input's bytes include the storage object's own size, which is torch's C struct

@@ -278,3 +278,12 @@ def test_asarray_is_the_array():
     assert type(np.asarray(x(torch))) is np.ndarray
     with pytest.raises(RuntimeError, match="Can't call numpy\\(\\) on Tensor that requires grad"):
         np.asarray(x(ember, requires_grad=True))
+
+
+def test_untyped_storage_is_shared_by_views_and_counts_bytes_as_torch():
+    for lib in (ember, torch):
+        t = lib.arange(6, dtype=lib.float32)
+        view = t[2:].view(2, 2)
+        storage = view.untyped_storage()
+        assert storage.nbytes() == 24 and len(storage) == 24 and storage.element_size() == 1
+        assert storage.data_ptr() == t.untyped_storage().data_ptr() == t.data_ptr()
