@@ -287,3 +287,20 @@ def test_untyped_storage_is_shared_by_views_and_counts_bytes_as_torch():
         storage = view.untyped_storage()
         assert storage.nbytes() == 24 and len(storage) == 24 and storage.element_size() == 1
         assert storage.data_ptr() == t.untyped_storage().data_ptr() == t.data_ptr()
+
+
+@pytest.mark.parametrize("case", [
+    lambda lib: lib.ones(2) + np.ones(2),
+    lambda lib: lib.ones(2) + np.ones(2, dtype=np.float32),
+    lambda lib: lib.ones(2) * np.float64(2),
+    lambda lib: np.float32(2) * lib.ones(2),
+    lambda lib: lib.ones(2, dtype=lib.int64) * np.float64(2.5),
+    lambda lib: lib.arange(3) - np.int64(1),
+])
+def test_numpy_operands_act_as_tensors_and_numbers_as_in_torch(case):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # torch's own __array_wrap__
+        expected = case(torch)
+    got = case(ember)
+    assert isinstance(got, ember.Tensor) and str(got.dtype) == str(expected.dtype)
+    np.testing.assert_array_equal(got.numpy(), expected.numpy())

@@ -248,9 +248,20 @@ def _forward2(node: Op, a, b, ad, bd, params) -> ndarray:
     return out if type(out) is ndarray else as_array(out)
 
 
+def _from_numpy(x):
+    if type(x) is ndarray:
+        return _make(x)
+    return x.item() if isinstance(x, host.generic) else x
+
+
 def _apply_promoted(cls, node: Op, a, b, ta: bool, tb: bool, params) -> Tensor:
     """``BinaryOp.apply`` for operands that need torch's promotion first (mixed dtypes,
-    integers, scalars on the left, bfloat16)."""
+    integers, scalars on the left, bfloat16, NumPy operands)."""
+    if type(a) is ndarray or isinstance(a, host.generic) or \
+            type(b) is ndarray or isinstance(b, host.generic):
+        # torch: an ndarray operand acts as a tensor of its dtype, a NumPy scalar as a number
+        a, b = _from_numpy(a), _from_numpy(b)
+        ta, tb = isinstance(a, Tensor), isinstance(b, Tensor)
     ad, bd = promote(a, b, cls.int_to_float)
     low = None
     if getattr(ad, "dtype", None) is not None and ad.dtype.kind == "V" or \
