@@ -1,10 +1,10 @@
 """Recurrent layers: ``RNN``, ``LSTM``, ``GRU`` and their single-step cells, as ``torch.nn``.
 
 Parameters are torch's (names, shapes, order, gate order i,f,g,o for LSTM and r,z,n for GRU),
-so state dicts interchange with torch's. Each layer and direction projects the whole input
-sequence with one matmul (both biases folded in where the math allows), then a Python loop
-runs the time steps, each a handful of ember ops (one ``addmm`` for the recurrent matmul, one
-split of the gates, the activations and the state update), so autograd needs nothing special.
+so state dicts interchange with torch's. Each layer and direction is one fused op
+(``ops/rnn.py``'s ``rnn_layer``: one graph node, the input projection of the whole sequence in
+one matmul, the time steps in place on arrays, a hand-written backward through time), as
+torch's fused CPU kernel. The cells run ``ops/rnn.py``'s per-step ember ops.
 """
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ import warnings
 
 from ..._tensor import Tensor
 from ...ops.creation import empty, zeros
-from ...ops.products import addmm, mm
+from ...ops.products import addmm
+from ...ops.rnn import gru_step, lstm_step, rnn_layer, rnn_layer_per_step
 from ...ops.shape import cat, stack
-from ...ops.unary import relu, sigmoid, tanh
+from ...ops.unary import relu, tanh
 from .. import init
 from ..functional.dropout import dropout as _dropout
 from ..functional.linear import linear
@@ -36,60 +37,6 @@ def _reject_packed(module: Module, input) -> None:
     if not isinstance(input, Tensor):
         raise TypeError(f"{type(module).__name__}: expected input to be a Tensor, but got "
                         f"{type(input).__name__}")
-
-
-# --------------------------------------------------------------------------- time-step loops
-# Each loop takes the input projection of the whole sequence, unbound along time
-# (``xs[t]``: (batch, gates)), the recurrent weights transposed, and the initial state;
-# it returns the per-step outputs in time order and the final state.
-
-
-def _rnn_loop(xs, h, whh_t, act, reverse):
-    steps = range(len(xs) - 1, -1, -1) if reverse else range(len(xs))
-    out = [None] * len(xs)
-    for t in steps:
-        h = act(addmm(xs[t], h, whh_t))
-        out[t] = h
-    return out, h
-
-
-def _lstm_step(xg, h, c, whh_t, whr_t):
-    i, f, g, o = addmm(xg, h, whh_t).chunk(4, 1)
-    c = sigmoid(f) * c + sigmoid(i) * tanh(g)
-    h = sigmoid(o) * tanh(c)
-    if whr_t is not None:
-        h = mm(h, whr_t)
-    return h, c
-
-
-def _lstm_loop(xs, h, c, whh_t, whr_t, reverse):
-    steps = range(len(xs) - 1, -1, -1) if reverse else range(len(xs))
-    out = [None] * len(xs)
-    for t in steps:
-        h, c = _lstm_step(xs[t], h, c, whh_t, whr_t)
-        out[t] = h
-    return out, (h, c)
-
-
-def _gru_step(x_rz, x_n, h, whh_t, b_hh, hidden):
-    """One GRU step; ``x_rz``/``x_n`` are the input projection (with b_ih) split r,z | n.
-
-    n = tanh(x_n + r * (W_hn h + b_hn)), h' = (1 - z) * n + z * h = n + z * (h - n).
-    """
-    hg = mm(h, whh_t) if b_hh is None else addmm(b_hh, h, whh_t)
-    h_rz, h_n = hg.split([2 * hidden, hidden], 1)
-    r, z = sigmoid(x_rz + h_rz).chunk(2, 1)
-    n = tanh(x_n + r * h_n)
-    return n + z * (h - n)
-
-
-def _gru_loop(xs_rz, xs_n, h, whh_t, b_hh, hidden, reverse):
-    steps = range(len(xs_rz) - 1, -1, -1) if reverse else range(len(xs_rz))
-    out = [None] * len(xs_rz)
-    for t in steps:
-        h = _gru_step(xs_rz[t], xs_n[t], h, whh_t, b_hh, hidden)
-        out[t] = h
-    return out, h
 
 
 # --------------------------------------------------------------------------- RNNBase
@@ -265,16 +212,19 @@ class RNNBase(Module):
             input = input.unsqueeze(batch_dim)
         return input, is_batched, batch_dim
 
+    # the per-step path (ember ops step by step) when False: kept for tests of the fused op
+    _fused = True
+
     def _run(self, input: Tensor, states: list[Tensor]):
         """The stacked layers over time-major or batch-first ``input`` (3-D) with initial
         ``states`` (each (layers * directions, batch, size)); returns output, final states."""
         x = input.transpose(0, 1) if self.batch_first else input  # (T, B, features)
         num_directions = 2 if self.bidirectional else 1
-        init = [s.unbind(0) for s in states]
+        init_h = states[0].unbind(0)
+        init_c = states[1].unbind(0) if len(states) > 1 else None
         finals: list[list[Tensor]] = [[] for _ in states]
         params = self._parameters
-        mode = self.mode
-        hidden = self.hidden_size
+        layer_fn = rnn_layer if self._fused else rnn_layer_per_step
         for layer in range(self.num_layers):
             outs = []
             for direction in range(num_directions):
@@ -283,30 +233,13 @@ class RNNBase(Module):
                 w_ih, w_hh = params[names[0]], params[names[1]]
                 b_ih = params[names[2]] if self.bias else None
                 b_hh = params[names[3]] if self.bias else None
-                reverse = direction == 1
-                # NOTE: a contiguous copy: NumPy's matmul with a transposed (Fortran-order)
-                # right operand is ~1.5x slower, and this product runs once per time step
-                whh_t = w_hh.t().contiguous()
-                if mode == "GRU":
-                    xp = linear(x, w_ih, b_ih)
-                    x_rz, x_n = xp.split([2 * hidden, hidden], 2)
-                    out, h = _gru_loop(x_rz.unbind(0), x_n.unbind(0), init[0][k], whh_t, b_hh,
-                                       hidden, reverse)
-                    last = (h,)
-                else:
-                    xp = linear(x, w_ih, None if b_ih is None else b_ih + b_hh)
-                    xs = xp.unbind(0)
-                    if mode == "LSTM":
-                        whr_t = params[names[-1]].t() if self.proj_size > 0 else None
-                        out, last = _lstm_loop(xs, init[0][k], init[1][k], whh_t, whr_t,
-                                               reverse)
-                    else:
-                        act = tanh if mode == "RNN_TANH" else relu
-                        out, h = _rnn_loop(xs, init[0][k], whh_t, act, reverse)
-                        last = (h,)
-                outs.append(stack(out, 0))
-                for f, s in zip(finals, last):
-                    f.append(s)
+                w_hr = params[names[-1]] if self.proj_size > 0 else None
+                out, h, c = layer_fn(self.mode, x, init_h[k], None if init_c is None else
+                                     init_c[k], w_ih, w_hh, b_ih, b_hh, w_hr, direction == 1)
+                outs.append(out)
+                finals[0].append(h)
+                if init_c is not None:
+                    finals[1].append(c)
             x = outs[0] if num_directions == 1 else cat(outs, 2)
             if self.dropout and self.training and layer < self.num_layers - 1:
                 x = _dropout(x, self.dropout, True)
@@ -559,7 +492,7 @@ class LSTMCell(RNNCellBase):
         gates = self._input_gates(input)
         if self.bias_hh is not None:
             gates = gates + self.bias_hh
-        h, c = _lstm_step(gates, hx[0], hx[1], self.weight_hh.t(), None)
+        h, c = lstm_step(gates, hx[0], hx[1], self.weight_hh.t(), None)
         return (h, c) if is_batched else (h.squeeze(0), c.squeeze(0))
 
 
@@ -582,5 +515,5 @@ class GRUCell(RNNCellBase):
         self._check(input, (hx,))
         hidden = self.hidden_size
         x_rz, x_n = self._input_gates(input).split([2 * hidden, hidden], 1)
-        ret = _gru_step(x_rz, x_n, hx, self.weight_hh.t(), self.bias_hh, hidden)
+        ret = gru_step(x_rz, x_n, hx, self.weight_hh.t(), self.bias_hh, hidden)
         return ret if is_batched else ret.squeeze(0)
