@@ -335,3 +335,24 @@ def test_scaler_misuse_errors_match_torch():
             sc.step(opt)
         with pytest.raises(AssertionError, match="The growth factor must be > 1.0."):
             lib.amp.GradScaler("cpu", growth_factor=1.0)
+
+
+def test_lstm_runs_in_bfloat16_under_autocast_and_gru_does_not_as_torch():
+    outs = {}
+    for lib in (ember, torch):
+        lstm, gru = lib.nn.LSTM(4, 3, num_layers=2), lib.nn.GRU(4, 3)
+        with lib.no_grad():
+            for i, p in enumerate([*lstm.parameters(), *gru.parameters()]):
+                p.copy_(lib.tensor(np.sin(np.arange(p.numel()) + i).reshape(p.shape)
+                                   .astype(np.float32)))
+        x = lib.tensor(np.cos(np.arange(24)).reshape(3, 2, 4).astype(np.float32))
+        with lib.autocast("cpu"):
+            out, (h, c) = lstm(x)
+            gout, _ = gru(x)
+        out.float().sum().backward()
+        assert (out.dtype, h.dtype, c.dtype) == (lib.bfloat16,) * 3
+        assert gout.dtype is lib.float32
+        assert lstm.weight_ih_l0.grad.dtype is lib.float32
+        outs[lib] = (out.float().detach().numpy(), lstm.weight_ih_l0.grad.numpy())
+    for e, t in zip(outs[ember], outs[torch]):
+        np.testing.assert_allclose(e, t, rtol=2e-2, atol=2e-2)

@@ -13,7 +13,9 @@ import math
 import numbers
 import warnings
 
+from ..._backend import dtypes as _dt
 from ..._tensor import Tensor
+from ...amp import _state as _amp
 from ...ops.creation import empty, zeros
 from ...ops.products import addmm
 from ...ops.rnn import gru_step, lstm_step, rnn_layer, rnn_layer_per_step
@@ -218,6 +220,8 @@ class RNNBase(Module):
     def _run(self, input: Tensor, states: list[Tensor]):
         """The stacked layers over time-major or batch-first ``input`` (3-D) with initial
         ``states`` (each (layers * directions, batch, size)); returns output, final states."""
+        if _amp.active and self.mode == "LSTM":  # torch's CPU autocast lists lstm
+            return self._run_autocast(input, states)
         x = input.transpose(0, 1) if self.batch_first else input  # (T, B, features)
         num_directions = 2 if self.bidirectional else 1
         init_h = states[0].unbind(0)
@@ -245,6 +249,27 @@ class RNNBase(Module):
                 x = _dropout(x, self.dropout, True)
         output = x.transpose(0, 1) if self.batch_first else x
         return output, [stack(f, 0) for f in finals]
+
+    def _run_autocast(self, input: Tensor, states: list[Tensor], params=None):
+        """``_run`` under CPU autocast: inputs, states and weights rounded to the autocast
+        dtype, the layers computed in float32 from those values (NumPy has no bfloat16
+        kernels), and the results rounded back, as torch's lower-precision LSTM returns."""
+        low = _amp.dtypes["cpu"]
+
+        def rounded(t: Tensor) -> Tensor:
+            if t.dtype is _dt.float64 or not t.is_floating_point():
+                return t
+            return t.to(low).to(_dt.float32)
+
+        saved = self._parameters
+        self._parameters = {k: None if v is None else rounded(v) for k, v in saved.items()}
+        _amp.active = False  # the inner ops run on the rounded float32 values
+        try:
+            output, finals = self._run(rounded(input), [rounded(s) for s in states])
+        finally:
+            _amp.active = True
+            self._parameters = saved
+        return output.to(low), [f.to(low) for f in finals]
 
 
 class RNN(RNNBase):
