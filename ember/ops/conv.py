@@ -35,27 +35,59 @@ __all__ = [
 
 # --------------------------------------------------------------------------- array kernels
 # ``spec`` is (stride, pads, dilation, groups) with ``pads`` a (lo, hi) pair per spatial dim.
+#
+# NOTE: the im2col columns are stored channel-major, (C, *K, N, *out), and used through an
+# (N, G, Cg*K, P) view, so that every BLAS call runs on plainly strided matrices and no kernel
+# copies its result into NCHW order afterwards. Measured on the benchmarks/cnn.py second layer (N=64,
+# C=16, 14x14, Cout=32, one thread; benchmarks/conv_kernels.py has the full table):
+#
+# * forward: the batched matmul over a (N, G, Cg*K, P) *view* of the channel-major columns
+#   writes NCHW directly (1.42 ms vs 1.55 ms on sample-major columns), and the im2col copy
+#   from the channel-major padded buffer is 0.79 ms vs 0.91 ms;
+# * d/dweight: a matmul per sample over views of the columns and the gradient, then a sum
+#   over the batch: 1.8 ms vs 3.0 ms on the sample-major columns (see ``_conv_weight``);
+# * d/dinput does not use these columns, and stays sample-major (see ``_conv_transposed``).
+#
+# The flat "shifted rows" im2col (stride 1: each kernel offset is one contiguous slice of the
+# flattened padded image) copies faster (0.60 ms) but multiplies the garbage columns between
+# rows too: its GEMMs were 1.3x slower here, a net loss at these sizes.
+
+def _spatial(nd: int) -> tuple:
+    return tuple(range(2, 2 + nd))
+
 
 def _columns(x: ndarray, kernel: tuple, spec, out: tuple) -> ndarray:
-    """im2col: the windows of padded ``x`` (N, C, *S) as (N, G, Cg*K, P), P = prod(out).
-
-    NOTE: this layout makes every matmul a batch over N whose result is already in NCHW order
-    (no transpose copy of the output or of the incoming gradient), and its copy runs over
-    contiguous output rows (about 5x faster than the (N*P, Cg*K) layout).
-    """
+    """im2col: the windows of padded ``x`` (N, C, *S) as an (N, G, Cg*K, P) view, P = prod(out),
+    of columns laid out channel-major (C, *K, N, *out): one copy, from a channel-major padded
+    buffer. A 1x1 kernel with unit stride and no padding needs no copy: the view is ``x``."""
     stride, pads, dilation, groups = spec
     n, c = x.shape[:2]
     nd = len(kernel)
-    win = windows(pad_array(x, pads), kernel, stride, dilation, out)  # (N, C, *O, *K)
-    # (N, C, *K, *O): the copy below is the im2col
-    order = (0, 1, *range(2 + nd, 2 + 2 * nd), *range(2, 2 + nd))
+    p = math.prod(out)
     cgk = (c // groups) * math.prod(kernel)
-    return win.transpose(order).reshape(n, groups, cgk, math.prod(out))
+    if math.prod(kernel) == 1 and all(s == 1 for s in stride) and not any(map(any, pads)):
+        # NOTE: 0.50 ms forward for conv_kernels.py's 1x1 case vs 0.68 ms through the
+        # channel-major copy (0.60 ms for the old sample-major im2col)
+        return x.reshape(n, groups, cgk, p)
+    xp = xp_of(x)
+    xt = x.transpose(1, 0, *_spatial(nd))                          # (C, N, *S), a view
+    if any(lo or hi for lo, hi in pads):
+        # the padded buffer is written channel-major straight away (one copy for both)
+        size = tuple(s + lo + hi for s, (lo, hi) in zip(x.shape[2:], pads))
+        buf = xp.zeros((c, n) + size, dtype=x.dtype)
+        inner = tuple(slice(lo, lo + s) for s, (lo, _) in zip(x.shape[2:], pads))
+        buf[(slice(None), slice(None)) + inner] = xt
+        xt = buf
+    win = windows(xt, kernel, stride, dilation, out)               # (C, N, *O, *K)
+    cols = xp.empty((c,) + tuple(kernel) + (n,) + tuple(out), dtype=x.dtype)
+    # NOTE: assigning into ``empty`` measured 2x faster than ``ascontiguousarray`` of the view
+    cols[...] = win.transpose(0, *range(2 + nd, 2 + 2 * nd), 1, *_spatial(nd))
+    return cols.reshape(groups, cgk, n, p).transpose(2, 0, 1, 3)
 
 
 def _col2im(cols: ndarray, size: tuple, spec) -> ndarray:
-    """The adjoint of ``_columns``: sum ``cols`` (N, C, *K, *O) into zeros (N, C, *size), one
-    strided add per kernel offset, each clipped to the unpadded input (no padded buffer)."""
+    """The adjoint of im2col: sum ``cols`` (N, C, *K, *O) into zeros (N, C, *size), one strided
+    add per kernel offset, each clipped to the unpadded input (no padded buffer)."""
     stride, pads, dilation, _ = spec
     nd = len(size)
     kernel = cols.shape[2:2 + nd]
@@ -83,35 +115,51 @@ def _conv(x: ndarray, w: ndarray, spec, out: tuple, keep_cols: bool = False):
     groups = spec[3]
     n = x.shape[0]
     cout = w.shape[0]
-    cols = _columns(x, w.shape[2:], spec, out)                     # (N, G, Cg*K, P)
+    cols = _columns(x, w.shape[2:], spec, out)                     # (N, G, Cg*K, P) view
     wm = w.reshape(groups, cout // groups, cols.shape[2])
-    y = (wm @ cols).reshape(n, cout, *out)                         # (N, G, Og, P): NCHW
+    y = wm @ cols                                  # (N, G, Og, P): the result is already NCHW
+    y = y.reshape(n, cout, *out)
     return (y, cols) if keep_cols else y
 
 
 def _conv_transposed(g: ndarray, w: ndarray, spec, size: tuple) -> ndarray:
     """Bt(g, w): the transpose of ``B`` in x, result (N, G*Cg, *size): col2im of one matmul."""
-    groups = spec[3]
+    stride, pads, _, groups = spec
     n, cout = g.shape[:2]
     out = g.shape[2:]
     kernel = w.shape[2:]
     cg = w.shape[1]
-    gm = g.reshape(n, groups, cout // groups, math.prod(out))  # (N, G, Og, P)
-    wm = w.reshape(groups, cout // groups, cg * math.prod(kernel))  # (G, Og, Cg*K)
-    cols = wm.transpose(0, 2, 1) @ gm                              # (N, G, Cg*K, P)
+    p = math.prod(out)
+    cgk = cg * math.prod(kernel)
+    gm = g.reshape(n, groups, cout // groups, p)                   # (N, G, Og, P)
+    wm = w.reshape(groups, cout // groups, cgk).transpose(0, 2, 1)  # (G, Cg*K, Og)
+    cols = wm @ gm                                                 # (N, G, Cg*K, P)
+    if cgk == cg and all(s == 1 for s in stride) and not any(map(any, pads)):
+        return cols.reshape(n, groups * cg, *size)                 # 1x1: no col2im
+    # NOTE: sample-major columns here: col2im of the channel-major ones (written through
+    # ``matmul(out=)`` into the layout ``_columns`` uses) measured no faster on cnn.py's second
+    # layer (2.77 vs 2.75 ms) and slower with stride 2 (2.21 vs 1.90 ms)
     return _col2im(cols.reshape(n, groups * cg, *kernel, *out), size, spec)
 
 
 def _conv_weight(x: ndarray, g: ndarray, spec, kernel: tuple,
                  cols: ndarray | None = None) -> ndarray:
-    """C(x, g): the transpose of ``B`` in w, result (Cout, C/G, *kernel): a matmul per sample,
-    summed over the batch."""
+    """C(x, g): the transpose of ``B`` in w, result (Cout, C/G, *kernel): a matmul per sample
+    of the channel-major columns with the gradient, summed over the batch."""
     groups = spec[3]
+    xp = xp_of(g)
     n, cout = g.shape[:2]
+    p = math.prod(g.shape[2:])
     if cols is None:
-        cols = _columns(x, kernel, spec, g.shape[2:])             # (N, G, Cg*K, P)
-    gm = g.reshape(n, groups, cout // groups, math.prod(g.shape[2:]))  # (N, G, Og, P)
-    gw = (gm @ cols.swapaxes(2, 3)).sum(0)                         # (G, Og, Cg*K)
+        cols = _columns(x, kernel, spec, g.shape[2:])              # (N, G, Cg*K, P) view
+    gm = g.reshape(n, groups, cout // groups, p).transpose(0, 1, 3, 2)  # (N, G, P, Og) view
+    # NOTE: (Cg*K, P) @ (P, Og) per sample, both operands plain strided views (no copy):
+    # 0.20 ms vs 0.28 ms for (Og, P) @ (P, Cg*K) on cnn.py's first layer (Cg*K = 9), and vs
+    # 0.75 ms + 0.2 ms for one (Cg*K, N*P) @ (N*P, Og) GEMM after a transpose copy of the
+    # gradient (OpenBLAS is slow on that thin, long GEMM); on the second layer all three are
+    # within 10% (1.77-1.80 ms vs 2.14 ms for the other orientation).
+    gw = (cols @ gm).sum(0)                                      # (G, Cg*K, Og)
+    gw = xp.ascontiguousarray(gw.transpose(0, 2, 1))
     return gw.reshape(cout, x.shape[1] // groups, *kernel)
 
 
@@ -137,7 +185,8 @@ class ConvolutionBackward0(Op):
             y, self.cols = _conv(x, w, spec, size, keep_cols=True)
         if b is not None:
             y += b.reshape((-1,) + (1,) * len(size))
-        return y
+        # bfloat16 (ml_dtypes) multiplies in float32: round once, as torch does
+        return y if y.dtype == x.dtype else y.astype(x.dtype)
 
     def backward(self, grad):
         x, w = self.saved()
@@ -168,7 +217,8 @@ class ConvolutionWeightBackward0(Op):
 
     def forward(self, x, g, spec, kernel, cols):
         self.spec = spec
-        return _conv_weight(x, g, spec, kernel, cols)
+        gw = _conv_weight(x, g, spec, kernel, cols)
+        return gw if gw.dtype == x.dtype else gw.astype(x.dtype)
 
     def backward(self, v):
         x, g = self.saved()
