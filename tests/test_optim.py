@@ -553,14 +553,14 @@ def test_zero_dim_empty_and_noncontiguous_params_match_torch(torch, name, kwargs
         to.step()
         for e, t in zip(ep, tp):
             assert e.shape == tuple(t.shape)
-            np.testing.assert_allclose(e.detach().numpy(), t.detach().numpy(), rtol=2e-6,
+            np.testing.assert_allclose(e.detach().cpu().numpy(), t.detach().numpy(), rtol=2e-6,
                                        atol=2e-6)
     for k, ts in to.state_dict()["state"].items():
         es = eo.state_dict()["state"][k]
         assert es.keys() == ts.keys()
         for key, tv in ts.items():
             assert tuple(es[key].shape) == tuple(tv.shape), key
-            np.testing.assert_allclose(es[key].numpy(), tv.numpy(), rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(es[key].cpu().numpy(), tv.numpy(), rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("shape", [(), "t"])
@@ -588,7 +588,7 @@ def test_lbfgs_on_odd_shapes_matches_torch(torch, shape):
         el = eo.step(closure(eo, ep, ember))
         tl = to.step(closure(to, tp, torch))
         np.testing.assert_allclose(el.item(), tl.item(), rtol=1e-5, atol=1e-6)
-        np.testing.assert_allclose(ep.detach().numpy(), tp.detach().numpy(), rtol=1e-5,
+        np.testing.assert_allclose(ep.detach().cpu().numpy(), tp.detach().numpy(), rtol=1e-5,
                                    atol=1e-6)
 
 

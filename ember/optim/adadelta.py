@@ -42,18 +42,27 @@ class Adadelta(Optimizer):
         state["acc_delta"] = _zeros_like(p)
 
     def _update(self, d, g, state, group, lr, step) -> None:
+        # torch's order of operations through two scratch arrays: 16 passes, no temporaries
         rho = group["rho"]
         eps = group["eps"]
         xp = xp_of(d)
+        std = self._scratch(d)
+        delta = self._scratch(d, 1)
         sq = state["square_avg"]._data
         acc = state["acc_delta"]._data
         sq *= rho
-        sq += (1 - rho) * g * g
-        std = xp.sqrt(sq + eps)
-        delta = xp.sqrt(acc + eps)
+        xp.multiply(g, 1 - rho, out=std)
+        std *= g
+        sq += std
+        xp.add(sq, eps, out=std)
+        xp.sqrt(std, out=std)
+        xp.add(acc, eps, out=delta)
+        xp.sqrt(delta, out=delta)
         delta /= std
         delta *= g
         acc *= rho
-        acc += (1 - rho) * delta * delta
+        xp.multiply(delta, 1 - rho, out=std)
+        std *= delta
+        acc += std
         delta *= lr
         d -= delta

@@ -56,12 +56,15 @@ class Adagrad(Optimizer):
             p._data, self.defaults["initial_accumulator_value"]))
 
     def _update(self, d, g, state, group, lr, step) -> None:
+        # torch: sum.addcmul_(g, g); d.addcdiv_(g, sqrt(sum) + eps, value=-clr): 7 passes
         xp = xp_of(d)
+        t = self._scratch(d)
         clr = lr / (1 + (step - 1) * group["lr_decay"])
         s = state["sum"]._data
-        s += g * g
-        std = xp.sqrt(s)
-        std += group["eps"]
-        xp.divide(g, std, out=std)
-        std *= clr
-        d -= std
+        xp.multiply(g, g, out=t)
+        s += t
+        xp.sqrt(s, out=t)
+        t += group["eps"]
+        xp.divide(g, t, out=t)
+        t *= clr
+        d -= t

@@ -17,14 +17,18 @@ from .optimizer import (
 __all__ = ["Adam"]
 
 
-def _update_moments(state: dict, g, beta1: float, beta2: float) -> tuple:
-    """The Adam family's moments, in place: exp_avg lerps to g, exp_avg_sq to g * g (torch's
-    order of operations); returns their arrays."""
+def _update_moments(state: dict, g, beta1: float, beta2: float, scratch) -> tuple:
+    """The Adam family's moments, in place: exp_avg lerps to g, exp_avg_sq to g * g in torch's
+    order of operations (``mul_(beta2).addcmul_(g, g, value=1 - beta2)``, i.e.
+    ``v * beta2 + ((1 - beta2) * g) * g``); seven passes through ``scratch``, no temporaries.
+    Returns their arrays."""
     m = state["exp_avg"]._data
     v = state["exp_avg_sq"]._data
-    _lerp_(m, g, 1 - beta1)
+    _lerp_(m, g, 1 - beta1, scratch)
     v *= beta2
-    v += (1 - beta2) * g * g
+    xp_of(v).multiply(g, 1 - beta2, out=scratch)
+    scratch *= g
+    v += scratch
     return m, v
 
 
@@ -86,18 +90,19 @@ class Adam(Optimizer):
         if isinstance(beta1, Tensor) or isinstance(beta2, Tensor):
             beta1, beta2 = _to_scalar(beta1), _to_scalar(beta2)
         xp = xp_of(d)
-        m, v = _update_moments(state, g, beta1, beta2)
-
-        step_size = lr / (1 - beta1 ** step)
-        bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
+        t = self._scratch(d)
+        m, v = _update_moments(state, g, beta1, beta2, t)
         if group["amsgrad"]:
             vmax = state["max_exp_avg_sq"]._data
             xp.maximum(vmax, v, out=vmax)
-            denom = xp.sqrt(vmax)
-        else:
-            denom = xp.sqrt(v)
-        denom /= bias_correction2_sqrt
-        denom += group["eps"]
-        xp.divide(m, denom, out=denom)
-        denom *= step_size
-        d -= denom
+            v = vmax
+        # torch: d -= step_size * m / (sqrt(v) / bc2_sqrt + eps), step_size = lr / bc1. With
+        # numerator and denominator scaled by bc2_sqrt it is one pass fewer, the same value up
+        # to rounding: sqrt, add, divide, multiply, subtract (12 passes in all; were 13, with
+        # three temporaries).
+        bc2_sqrt = (1 - beta2 ** step) ** 0.5
+        xp.sqrt(v, out=t)
+        t += group["eps"] * bc2_sqrt
+        xp.divide(m, t, out=t)
+        t *= lr * bc2_sqrt / (1 - beta1 ** step)
+        d -= t

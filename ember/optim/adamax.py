@@ -45,16 +45,18 @@ class Adamax(Optimizer):
         state["exp_inf"] = _zeros_like(p)
 
     def _update(self, d, g, state, group, lr, step) -> None:
+        # torch: exp_inf = max(exp_inf * beta2, |g| + eps); d.addcdiv_(m, exp_inf, -clr): 11 passes
         beta1, beta2 = group["betas"]
         xp = xp_of(d)
+        t = self._scratch(d)
         m = state["exp_avg"]._data
         u = state["exp_inf"]._data
-        _lerp_(m, g, 1 - beta1)
+        _lerp_(m, g, 1 - beta1, t)
         u *= beta2
-        norm = xp.abs(g)
-        norm += group["eps"]
-        xp.maximum(u, norm, out=u)
+        xp.abs(g, out=t)
+        t += group["eps"]
+        xp.maximum(u, t, out=u)
         clr = lr / (1 - beta1 ** step)
-        xp.divide(m, u, out=norm)
-        norm *= clr
-        d -= norm
+        xp.divide(m, u, out=t)
+        t *= clr
+        d -= t

@@ -60,10 +60,18 @@ class NAdam(Optimizer):
         mu_product_t *= mu  # a float32 product, as torch's 0-d state tensor
         mu_product = mu_product_t.item()
 
-        m, v = _update_moments(state, g, beta1, beta2)
-        denom = v / bias_correction2
-        xp_of(d).sqrt(denom, out=denom)
-        denom += group["eps"]
+        xp = xp_of(d)
+        t = self._scratch(d)
+        m, v = _update_moments(state, g, beta1, beta2, t)
+        xp.divide(v, bias_correction2, out=t)
+        xp.sqrt(t, out=t)
+        t += group["eps"]  # t is torch's denom from here on
         mu_product_next = mu_product * mu_next
-        d += (-lr * (1.0 - mu) / (1.0 - mu_product)) * g / denom
-        d += ((-lr * mu_next) / (1.0 - mu_product_next)) * m / denom
+        # torch's two addcdiv_: d + (c * g) / denom, then d + (c' * m) / denom (16 passes)
+        u = self._scratch(d, 1)
+        xp.multiply(g, -lr * (1.0 - mu) / (1.0 - mu_product), out=u)
+        u /= t
+        d += u
+        xp.multiply(m, (-lr * mu_next) / (1.0 - mu_product_next), out=u)
+        u /= t
+        d += u

@@ -7,7 +7,8 @@ each param group and each parameter with a gradient it fills the state, counts t
 ``maximize`` and (coupled or decoupled) ``weight_decay``, then calls the rule's ``_update``, so a
 rule's file states only its update. Updates change ``p._data`` in place with the array's own
 module (``xp_of``): the arithmetic never records autograd history, so no graph is built and no
-per-op overhead is paid.
+per-op overhead is paid. Every pass writes with ``out=`` or in place into the optimizer's
+reusable scratch arrays (``_scratch``), so a step allocates nothing.
 """
 
 from __future__ import annotations
@@ -94,12 +95,22 @@ def _zeros_like(p: Tensor) -> Tensor:
     return _make(xp_of(p._data).zeros_like(p._data))
 
 
-def _lerp_(a, b, w: float) -> None:
-    """``a.lerp_(b, w)`` in place, with torch's two formulas (exact at both ends)."""
+def _lerp_(a, b, w: float, scratch) -> None:
+    """``a.lerp_(b, w)`` in place, with torch's two formulas (exact at both ends).
+
+    ``scratch`` is an array of ``a``'s shape that holds ``b - a``: three passes, no temporaries.
+    """
+    xp = xp_of(a)
+    xp.subtract(b, a, out=scratch)
     if w < 0.5:
-        a += w * (b - a)
+        scratch *= w
+        a += scratch
     else:
-        xp_of(a).subtract(b, (b - a) * (1 - w), out=a)
+        scratch *= 1 - w
+        xp.subtract(b, scratch, out=a)
+
+
+_GRAD_SLOT = 2  # the scratch slot of the gradient ``step`` negates or decays for the rule
 
 
 def _bump(p: Tensor) -> None:
@@ -353,9 +364,12 @@ class Optimizer:
             weight_decay = _to_scalar(group.get("weight_decay", 0))
             decoupled = group.get("decoupled_weight_decay", False)
             maximize = group.get("maximize", False)
+            coupled_decay = 0 if decoupled else weight_decay
+            decay_factor = 1 - lr * weight_decay if decoupled and weight_decay != 0 else None
             stateful = self._has_state(group)
             for p in group["params"]:
-                if p._grad is None:
+                grad = p._grad
+                if grad is None:
                     continue
                 state = None
                 step = None
@@ -369,20 +383,52 @@ class Optimizer:
                         step_t += 1
                         step = float(step_t)
                 d = p._data
-                g = p._grad._data
-                if maximize:
-                    g = -g
-                if weight_decay != 0:
-                    if decoupled:
-                        d *= 1 - lr * weight_decay
-                    else:
-                        g = g + weight_decay * d
+                g = grad._data
+                if maximize or coupled_decay != 0:
+                    g = self._grad_for_rule(d, g, maximize, coupled_decay)
+                if decay_factor is not None:
+                    d *= decay_factor
                 if d.ndim:
                     self._update(d, g, state, group, lr, step)
                 else:
                     self._update_0d(d, g, state, group, lr, step)
                 _bump(p)
         return loss
+
+    def _scratch(self, like, slot: int = 0):
+        """A C-contiguous array of ``like``'s shape and dtype to compute into with ``out=``.
+
+        One flat buffer per (array type, dtype, slot), grown to the largest parameter and
+        reused by every parameter and step; it is no part of ``state`` (so not saved, copied or
+        pickled). Rules use slots 0 and 1; ``_GRAD_SLOT`` holds the gradient ``step`` hands them.
+
+        NOTE: fresh temporaries cost page faults once they pass glibc's 32 MiB mmap threshold:
+        ``a * b`` on 10M float32 took 13.7 ms against 7.2 ms with ``out=`` (below it, 0.05 ms
+        both); reusing one buffer keeps every update pass at ``out=`` speed.
+        """
+        buffers = self.__dict__.get("_scratch_buffers")
+        if buffers is None:
+            buffers = self._scratch_buffers = {}
+        key = (type(like), like.dtype, slot)
+        n = like.size
+        buf = buffers.get(key)
+        if buf is None or buf.size < n:
+            buf = buffers[key] = xp_of(like).empty(max(n, 1), dtype=like.dtype)
+        return buf[:n].reshape(like.shape)
+
+    def _grad_for_rule(self, d, g, maximize: bool, weight_decay: float):
+        """``-g`` for ``maximize``, plus ``weight_decay * d`` (torch's coupled decay,
+        ``grad.add(param, alpha=wd)``), in a scratch array: the gradient itself is untouched."""
+        xp = xp_of(d)
+        out = self._scratch(d, _GRAD_SLOT)
+        if weight_decay == 0:
+            return xp.negative(g, out=out)
+        xp.multiply(d, weight_decay, out=out)
+        if maximize:
+            xp.subtract(out, g, out=out)  # (-g) + wd * d: the negation is exact
+        else:
+            xp.add(g, out, out=out)
+        return out
 
     def _has_state(self, group: dict[str, Any]) -> bool:
         """Whether the rule keeps per-parameter state for this group (SGD without momentum

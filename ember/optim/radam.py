@@ -47,21 +47,24 @@ class RAdam(Optimizer):
 
     def _update(self, d, g, state, group, lr, step) -> None:
         beta1, beta2 = group["betas"]
-        m, v = _update_moments(state, g, beta1, beta2)
+        xp = xp_of(d)
+        t = self._scratch(d)
+        m, v = _update_moments(state, g, beta1, beta2, t)
 
         bias_correction1 = 1 - beta1 ** step
         bias_correction2 = 1 - beta2 ** step
-        update = m / bias_correction1
         rho_inf = 2 / (1 - beta2) - 1
         rho_t = rho_inf - 2 * step * (beta2 ** step) / bias_correction2
-        update *= lr
+        # torch: d -= m / bc1 * lr [* sqrt(bc2) / (sqrt(v) + eps) * rect]
+        xp.divide(m, bias_correction1, out=t)
+        t *= lr
         if rho_t > 5.0:
-            xp = xp_of(d)
             rect = ((rho_t - 4) * (rho_t - 2) * rho_inf
                     / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
-            adaptive = xp.sqrt(v)
+            adaptive = self._scratch(d, 1)
+            xp.sqrt(v, out=adaptive)
             adaptive += group["eps"]
             xp.divide(bias_correction2 ** 0.5, adaptive, out=adaptive)
-            update *= adaptive
-            update *= rect
-        d -= update
+            t *= adaptive
+            t *= rect
+        d -= t

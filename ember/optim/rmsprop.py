@@ -57,26 +57,32 @@ class RMSprop(Optimizer):
             state["grad_avg"] = _zeros_like(p)
 
     def _update(self, d, g, state, group, lr, step) -> None:
+        # torch's order of operations, every pass into a scratch array: 4 passes for
+        # square_avg, 3 + 3 more when centered, sqrt and eps 2, the step 3 (4 with momentum)
         alpha = group["alpha"]
         xp = xp_of(d)
+        t = self._scratch(d)
         sq = state["square_avg"]._data
         sq *= alpha
-        sq += (1 - alpha) * g * g
+        xp.multiply(g, 1 - alpha, out=t)
+        t *= g
+        sq += t
         if group["centered"]:
             ga = state["grad_avg"]._data
-            _lerp_(ga, g, 1 - alpha)
-            avg = sq - ga * ga
-            xp.sqrt(avg, out=avg)
+            _lerp_(ga, g, 1 - alpha, t)
+            xp.multiply(ga, ga, out=t)
+            xp.subtract(sq, t, out=t)  # torch's addcmul(ga, ga, value=-1)
+            xp.sqrt(t, out=t)
         else:
-            avg = xp.sqrt(sq)
-        avg += group["eps"]
+            xp.sqrt(sq, out=t)
+        t += group["eps"]
+        xp.divide(g, t, out=t)
         momentum = group["momentum"]
         if momentum > 0:
             buf = state["momentum_buffer"]._data
             buf *= momentum
-            buf += g / avg
-            d -= lr * buf
+            buf += t
+            xp.multiply(buf, lr, out=t)
         else:
-            xp.divide(g, avg, out=avg)
-            avg *= lr
-            d -= avg
+            t *= lr
+        d -= t

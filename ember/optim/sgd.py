@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .._backend import xp_of
 from .._tensor import _make
 from .optimizer import Optimizer, _bump, _check_unsupported
 
@@ -44,6 +45,10 @@ class SGD(Optimizer):
         return group["momentum"] != 0
 
     def _update(self, d, g, state, group, lr, step) -> None:
+        # torch's order: buf * momentum + (1 - dampening) * g; nesterov g + momentum * buf;
+        # d + (-lr) * g. Three passes without momentum's first step (two without momentum).
+        xp = xp_of(d)
+        t = self._scratch(d)
         momentum = group["momentum"]
         if momentum != 0:
             buf = state.get("momentum_buffer")
@@ -52,7 +57,18 @@ class SGD(Optimizer):
             else:
                 b = buf._data
                 b *= momentum
-                b += (1 - group["dampening"]) * g
+                dampening = group["dampening"]
+                if dampening == 0:
+                    b += g  # (1 - 0) * g is g exactly: one pass fewer
+                else:
+                    xp.multiply(g, 1 - dampening, out=t)
+                    b += t
                 _bump(buf)
-            g = g + momentum * buf._data if group["nesterov"] else buf._data
-        d -= lr * g
+            if group["nesterov"]:
+                xp.multiply(buf._data, momentum, out=t)
+                t += g
+                g = t
+            else:
+                g = buf._data
+        xp.multiply(g, lr, out=t)
+        d -= t
