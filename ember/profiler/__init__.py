@@ -13,7 +13,7 @@ import enum
 import functools
 import warnings
 from collections.abc import Callable, Iterable
-from typing import Any, Self
+from typing import Any
 
 from ._events import EventList, FunctionEvent, FunctionEventAvg
 from ._patch import Patches, Recorder, state
@@ -121,7 +121,7 @@ class profile:
         self._kept: list = []
 
     # --- lifecycle -------------------------------------------------------------------------
-    def __enter__(self) -> Self:
+    def __enter__(self) -> profile:
         self.start()
         return self
 
@@ -209,7 +209,7 @@ class record_function:
         self.name, self.args = name, args
         self._event = None
 
-    def __enter__(self) -> Self:
+    def __enter__(self) -> record_function:
         rec = state.recorder
         if rec is not None:
             self._event = (rec, rec.begin(self.name, user_annotation=True))

@@ -4,7 +4,6 @@ through ``table()``/``key_averages()``/``function_events`` on the profiler itsel
 
 from __future__ import annotations
 
-from typing import Self
 
 from . import EventList, FunctionEvent, FunctionEventAvg, record_function
 from . import profile as _profile
@@ -26,7 +25,7 @@ class profile:
                                with_stack=with_stack)
         self.function_events: EventList | None = None
 
-    def __enter__(self) -> Self:
+    def __enter__(self) -> profile:
         if self.enabled:
             self._inner.start()
         return self
