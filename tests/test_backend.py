@@ -255,3 +255,20 @@ def test_module_to_device_moves_parameters_buffers_and_grads():
     assert {p.grad.device.type for p in m.parameters()} == {"cpu"}
     m.to("strict", ember.float64)
     assert {(p.device.type, p.dtype) for p in m.parameters()} == {("strict", ember.float64)}
+
+
+def test_allocator_keeps_freed_arrays_unless_opted_out():
+    """ember tunes glibc's mallopt at import (ember/_backend/memory.py); EMBER_MALLOPT=0 opts
+    out. Where glibc is absent, nothing is applied."""
+    import os
+    import subprocess
+    import sys
+
+    from ember._backend.memory import keep_freed_memory
+
+    code = "from ember._backend.memory import keep_freed_memory as k; print(k())"
+    env = dict(os.environ, EMBER_MALLOPT="0")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.stdout.strip() == "False"
+    glibc = sys.platform.startswith("linux") and os.confstr("CS_GNU_LIBC_VERSION") is not None
+    assert keep_freed_memory() is glibc

@@ -33,6 +33,9 @@ from .dtypes import (
     set_default_dtype,
     to_dtype,
 )
+from .memory import keep_freed_memory
+
+keep_freed_memory()  # see memory.py: freed arrays stay in the heap for the next step
 
 host = numpy
 ndarray = numpy.ndarray
