@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import warnings as _warnings
 
+from . import _threads  # first: it sizes NumPy's BLAS pool before NumPy loads (see there)
 from . import (
     _backend,
     autograd,  # before _tensor: autograd/__init__ imports it (no import cycle then)

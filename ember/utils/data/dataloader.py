@@ -9,13 +9,14 @@ processes (``multiprocessing_context``, else Python's default start method), one
 each and a shared result queue; batches are handed out round-robin, ``prefetch_factor`` per
 worker ahead, and yielded in sampler order. Each worker sets ``get_worker_info()``, seeds
 ``random``, NumPy's legacy global RNG and ember's default generator with ``base_seed +
-worker_id``, then calls ``worker_init_fn(worker_id)``. An exception in a worker is raised again
-in the main process with the worker's traceback. An ``IterableDataset`` is iterated by every
-worker (each has its own copy: split the stream with ``get_worker_info()``, as in torch).
-``persistent_workers=True`` keeps the workers alive between epochs. Batches travel through
-pickling (no shared memory), so the dataset, samples and ``collate_fn`` must pickle under the
-``spawn`` start method. ``pin_memory`` is accepted and, with no accelerator, warns as torch
-does and has no effect.
+worker_id``, limits NumPy's BLAS to one thread (torch's ``set_num_threads(1)`` in workers; see
+``ember/_threads.py``), then calls ``worker_init_fn(worker_id)``. An exception in a worker is
+raised again in the main process with the worker's traceback. An ``IterableDataset`` is
+iterated by every worker (each has its own copy: split the stream with ``get_worker_info()``,
+as in torch). ``persistent_workers=True`` keeps the workers alive between epochs. Batches
+travel through pickling (no shared memory), so the dataset, samples and ``collate_fn`` must
+pickle under the ``spawn`` start method. ``pin_memory`` is accepted and, with no accelerator,
+warns as torch does and has no effect.
 
 Shuffling draws from ember's generators (NumPy's PCG64): orders are reproducible with
 ``ember.manual_seed`` or ``generator=``, but differ from torch's for the same seed.
@@ -35,7 +36,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
-from ... import cuda
+from ... import _threads, cuda
 from ... import random as ember_random
 from ..._backend import host
 from ..._backend.dtypes import int64
@@ -406,6 +407,9 @@ class _ResumeIteration:
 def _worker_loop(dataset_kind, dataset, index_queue, data_queue, auto_collation, collate_fn,
                  drop_last, base_seed, init_fn, worker_id, num_workers, parent_pid):
     global _worker_info
+    # as torch's set_num_threads(1) here: num_workers full BLAS pools would oversubscribe the
+    # CPUs; before worker_init_fn, which may raise it again
+    _threads.limit_worker_threads()
     seed = base_seed + worker_id
     random.seed(seed)
     ember_random.manual_seed(seed)
