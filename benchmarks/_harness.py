@@ -5,6 +5,10 @@ alternating ember and torch so drift in machine load hits both alike, with threa
 (``OMP_NUM_THREADS`` and friends, plus ``torch.set_num_threads``). Each child prints one JSON
 line of measurements; medians over the processes are reported as rows of
 ``{key, workload, unit, ember, torch, ratio}``.
+
+Children can measure peak memory with ``peak_rss_baseline()`` and ``peak_rss_growth_mib()``
+(defined in ``CHILD_PRELUDE``). ``EMBER_BENCH_LIBS=ember`` runs ember alone (a smoke test
+without torch's import time; the ratios are then blank).
 """
 
 from __future__ import annotations
@@ -33,11 +37,54 @@ if lib == "torch":
 else:
     sys.path.insert(0, root)
     import ember as torch
+
+import gc, resource
+
+
+def _status_kib(field):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+
+
+def _trim_heap():
+    # Hand the C heap's free pages back to the kernel, so that memory the allocator kept from
+    # earlier steps (glibc's free lists; ember also raises glibc's trim and mmap thresholds, so
+    # it keeps more) is not counted in the baseline and silently reused: the window then shows
+    # the step's own peak working set, for both libraries alike. glibc only; else a no-op.
+    import ctypes
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+# Collect garbage, trim the heap and start a peak-memory window; returns (base KiB, exact).
+# Exact where the kernel lets /proc/self/clear_refs reset the peak-RSS mark (VmHWM); else the
+# lifetime peak ru_maxrss stands in, and only growth beyond every earlier peak shows.
+def peak_rss_baseline():
+    gc.collect()
+    _trim_heap()
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, False
+    return _status_kib("VmRSS"), True
+
+
+# Peak resident set since peak_rss_baseline(), minus its baseline, in MiB.
+def peak_rss_growth_mib(base_kib, exact):
+    peak = _status_kib("VmHWM") if exact else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return (peak - base_kib) / 1024
 """
 
 
 def libraries() -> list[str]:
-    """ember always; torch when it is installed."""
+    """ember always; torch when it is installed, unless ``EMBER_BENCH_LIBS=ember``."""
+    if os.environ.get("EMBER_BENCH_LIBS", "").strip() == "ember":
+        return ["ember"]
     return ["ember", "torch"] if importlib.util.find_spec("torch") else ["ember"]
 
 

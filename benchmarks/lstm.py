@@ -5,6 +5,11 @@ ember and torch run the same code in fresh processes, alternating, with threads 
 medians of the per-step times are reported with the ember/torch ratio, for forward + backward
 and for the forward alone (no_grad).
 
+The timed forward + backward steps also give a memory figure, measured the same way for both
+libraries (as ``deep_chain.py`` does, through ``_harness``): the peak growth of the process's
+resident set over a baseline taken after import, setup and the warm-up steps, i.e. what the
+50 steps' saved activations, the gradients and the temporaries add at their peak.
+
 Run:  python benchmarks/lstm.py [--steps 10] [--repeats 5] [--threads 1] [--quick]
                                 [--json out.json]
 """
@@ -49,9 +54,12 @@ def timed(fn):
 
 for _ in range(2):
     step()
-train = statistics.median(timed(step) for _ in range(steps))
+base, exact = peak_rss_baseline()
+train = statistics.median([timed(step) for _ in range(steps)])
+peak = peak_rss_growth_mib(base, exact)
 fwd = statistics.median(timed(forward) for _ in range(steps))
-print(json.dumps({"train_ms": train * 1e3, "forward_ms": fwd * 1e3}))
+print(json.dumps({"train_ms": train * 1e3, "forward_ms": fwd * 1e3, "train_peak_mib": peak,
+                  "rss_base_mib": base / 1024, "exact_peak": exact}))
 """
 
 
@@ -64,7 +72,9 @@ def collect(repeats: int = 5, threads: int = 1, quick: bool = False, steps: int 
         "title": f"LSTM(64, 128), 50 steps x batch 32, linear head + MSE, {threads} thread(s), "
                  f"median of {repeats} processes x {steps} steps",
         "rows": [row("lstm_train", "LSTM forward+backward", "ms", med, "train_ms"),
-                 row("lstm_forward", "LSTM forward, no_grad", "ms", med, "forward_ms")],
+                 row("lstm_forward", "LSTM forward, no_grad", "ms", med, "forward_ms"),
+                 row("lstm_train_memory", "LSTM train step peak RSS growth", "MiB", med,
+                     "train_peak_mib")],
         "runs": runs,
     }
 

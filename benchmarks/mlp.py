@@ -9,6 +9,12 @@ in fresh processes, alternating, with threads pinned; medians of the per-step ti
 reported with the ember/torch ratio, for the training step and the forward pass alone
 (no_grad), with each library's final loss as a sanity check.
 
+The timed training steps also give a memory figure, measured the same way for both libraries
+(as ``deep_chain.py`` does, through ``_harness``): the peak growth of the process's resident set
+over a baseline taken after import, setup and the warm-up steps (so Adam's state and the
+allocator's cache from the warm-up are in the baseline, and the row shows what one step's
+activations, gradients and temporaries add at their peak).
+
 Run:  python benchmarks/mlp.py [--steps 100] [--repeats 5] [--threads 1] [--quick]
                                [--json out.json]
 """
@@ -59,11 +65,14 @@ def timed(fn, n):
 
 for i in range(3):
     train_step(i)
+base, exact = peak_rss_baseline()
 step = timed(train_step, steps)
+peak = peak_rss_growth_mib(base, exact)
 with torch.no_grad():
     fwd = timed(lambda i: model(xs[i % POOL]), steps)
     loss = float(loss_fn(model(xs[0]), ys[0]))
-print(json.dumps({"train_step_ms": step * 1e3, "forward_ms": fwd * 1e3, "loss": loss}))
+print(json.dumps({"train_step_ms": step * 1e3, "forward_ms": fwd * 1e3, "loss": loss,
+                  "train_peak_mib": peak, "rss_base_mib": base / 1024, "exact_peak": exact}))
 """
 
 
@@ -76,7 +85,9 @@ def collect(repeats: int = 5, threads: int = 1, quick: bool = False, steps: int 
         "title": f"MLP 784-512-256-10 (ReLU, cross-entropy, Adam lr=1e-3), batch 128, "
                  f"{threads} thread(s), median of {repeats} processes x {steps} steps",
         "rows": [row("mlp_train", "MLP train step, Adam", "ms", med, "train_step_ms"),
-                 row("mlp_forward", "MLP forward, no_grad", "ms", med, "forward_ms")],
+                 row("mlp_forward", "MLP forward, no_grad", "ms", med, "forward_ms"),
+                 row("mlp_train_memory", "MLP train step peak RSS growth", "MiB", med,
+                     "train_peak_mib")],
         "notes": ["MLP final loss: " + ", ".join(f"{lib} {m['loss']:.4f}"
                                                  for lib, m in med.items())],
         "runs": runs,
