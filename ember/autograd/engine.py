@@ -94,10 +94,11 @@ def _plan(roots: list, inputs: list | None):
         node = stack.pop()
         for child, _ in node.next_functions:
             if child is not None:
-                n = deps.get(child)
-                if n is None:
+                if child in deps:
+                    deps[child] += 1
+                else:
+                    deps[child] = 1
                     stack.append(child)
-                deps[child] = 1 if n is None else n + 1
     if inputs is None:
         return deps, None, None
     targets: dict = {}
@@ -209,8 +210,9 @@ def run_backward(outputs: list[Tensor], grads: list[Tensor], keep_graph: bool,
                 g = grads_out[i] if i < n_out else None
                 if g is not None:
                     m = meta[i]
-                    # (a Tensor, when recording, is checked by its array's shape and dtype)
-                    if (type(g) is not ndarray or g.shape != m[0] or g.dtype != m[1]) and \
+                    # (a Tensor, when recording, is checked by its array's shape and dtype;
+                    # the dtype by identity first: NumPy's dtypes of one kind are one object)
+                    if (type(g) is not ndarray or g.dtype is not m[1] or g.shape != m[0]) and \
                             (raw or g._data.shape != m[0] or g._data.dtype != m[1]):
                         g = _validate(node, i, g, m, raw)
                 left = deps[child] - 1

@@ -95,12 +95,13 @@ class Node:
 
     def run_raw(self, grads: list) -> tuple:
         """``run`` on arrays, arrays out: the engine's path when it records no graph."""
-        fast = self.raw_backward
-        if fast is not None and len(grads) == 1:
+        # NOTE: tested on the class and called as a method: ``self.raw_backward`` as a value
+        # makes a bound method (~380 instructions, callgrind, against ~140 for the class read)
+        if len(grads) == 1 and type(self).raw_backward is not None:
             g = grads[0]
             if g is None:
                 return ()
-            out = fast(g)
+            out = self.raw_backward(g)
             return out if type(out) is tuple else (out,)
         out = self.run([wrap(g) for g in grads])
         return tuple([g._data if isinstance(g, Tensor) else g for g in out])

@@ -218,8 +218,20 @@ class MulBackward0(BinaryOp):
     def raw_backward(self, grad):
         a, b = self.saved()
         (ea, _), (eb, _) = self.next_functions
-        ad = raw_operand(a, grad) if eb is not None else 0
-        bd = raw_operand(b, grad) if ea is not None else 0
+        # (raw_operand inlined for the usual operand, a Tensor of grad's dtype)
+        dt = grad.dtype
+        if eb is None:
+            ad = 0
+        elif type(a) is Tensor and a._data.dtype is dt:
+            ad = a._data
+        else:
+            ad = raw_operand(a, grad)
+        if ea is None:
+            bd = 0
+        elif type(b) is Tensor and b._data.dtype is dt:
+            bd = b._data
+        else:
+            bd = raw_operand(b, grad)
         if ad is None or bd is None:
             return self.tensor_backward(grad)
         return (grad * bd if ea is not None else None,
