@@ -104,9 +104,9 @@ def test_max_unpool_backward_gathers_at_the_indices(torch):
     assert y.grad_fn.name() == "MaxUnpool2DBackward0"
     g = ember.arange(16.0).reshape(1, 1, 4, 4).requires_grad_()
     (dx,) = ember.autograd.grad(y, x, g, create_graph=True)
-    np.testing.assert_array_equal(dx.detach().numpy().ravel(), [0.0, 3.0, 9.0, 14.0])
+    np.testing.assert_array_equal(dx.detach().cpu().numpy().ravel(), [0.0, 3.0, 9.0, 14.0])
     (dg,) = ember.autograd.grad(dx.sum(), g)
-    assert dg.numpy().ravel()[[0, 3, 9, 14]].tolist() == [1.0] * 4 and dg.sum().item() == 4.0
+    assert dg.cpu().numpy().ravel()[[0, 3, 9, 14]].tolist() == [1.0] * 4 and dg.sum().item() == 4.0
     assert ember.autograd.gradgradcheck(
         lambda t: F.max_unpool2d(t, ember.tensor(idx), 2),
         [ember.tensor(np.random.default_rng(0).standard_normal((1, 1, 2, 2)),
@@ -154,8 +154,8 @@ def test_grid_sample_identity_grid_reproduces_the_input():
     theta = ember.tensor([[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]])
     for ac in (False, True):
         grid = F.affine_grid(theta, [1, 2, 4, 5], align_corners=ac)
-        np.testing.assert_allclose(F.grid_sample(x, grid, align_corners=ac).numpy(),
-                                   x.numpy(), atol=1e-6)
+        np.testing.assert_allclose(F.grid_sample(x, grid, align_corners=ac).cpu().numpy(),
+                                   x.cpu().numpy(), atol=1e-6)
 
 
 def test_grid_sample_and_affine_grid_warn_without_align_corners(torch):
@@ -217,15 +217,15 @@ def test_gumbel_softmax_samples_a_simplex_and_hard_is_one_hot_straight_through()
     ember.manual_seed(0)
     logits = ember.randn(64, 5, requires_grad=True)
     soft = F.gumbel_softmax(logits, tau=0.5)
-    np.testing.assert_allclose(soft.sum(-1).detach().numpy(), 1.0, rtol=1e-5)
+    np.testing.assert_allclose(soft.sum(-1).detach().cpu().numpy(), 1.0, rtol=1e-5)
     hard = F.gumbel_softmax(logits, hard=True)
-    h = hard.detach().numpy()
+    h = hard.detach().cpu().numpy()
     assert set(np.unique(h)) <= {0.0, 1.0} and (h.sum(-1) == 1).all()
     (g,) = ember.autograd.grad((hard * ember.arange(5.0)).sum(), logits)
-    assert np.abs(g.numpy()).sum() > 0  # the soft sample's gradient passes through
+    assert np.abs(g.cpu().numpy()).sum() > 0  # the soft sample's gradient passes through
     # a much larger logit wins almost always
     big = ember.tensor([[0.0, 0.0, 8.0]] * 200)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        picks = F.gumbel_softmax(big, hard=True).argmax(-1).numpy()
+        picks = F.gumbel_softmax(big, hard=True).argmax(-1).cpu().numpy()
     assert (picks == 2).mean() > 0.95

@@ -91,7 +91,9 @@ OPS = [
            [S(_X3, 2), S(_X3, kernel_size=3, stride=2, padding=1, ceil_mode=True),
             S(_X3, [2, 3, 2], stride=(1, 2, 1), padding=1, dilation=(2, 1, 1)),
             S(nc(2, 4, 5, 3), 2, 1), S(st(1, 2, 3, 4, 4), 2, return_indices=True),
-            S(_X3, 2, return_indices=True, ceil_mode=True), S((0, 2, 4, 4, 4), 2)],
+            S(_X3, 2, return_indices=True, ceil_mode=True), S((0, 2, 4, 4, 4), 2),
+            # windows that tile the input exactly: the fast path
+            S((2, 2, 4, 6, 6), 2), S((2, 2, 4, 6, 6), 2, return_indices=True)],
            FLOAT, domain=distinct),
     OpCase("max_pool3d_ties", F("max_pool3d"), [S(_TIES[None], [1, 2, 2], 1,
                                                   return_indices=True, gradcheck=False)],
