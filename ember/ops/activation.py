@@ -611,13 +611,28 @@ class SoftmaxBackward0(Op):
         if not a.size:
             return a.copy()
         x, ax = _reduce_axis(a, dim)
+        # (the ufuncs' own reductions: ``xp.max``/``xp.sum`` are the same loops behind a
+        # Python wrapper, ~2 µs a call)
         with host.errstate(invalid="ignore"):
-            e = xp.exp(x - xp.max(x, axis=ax, keepdims=True))
-            return (e / xp.sum(e, axis=ax, keepdims=True)).reshape(a.shape)
+            e = xp.exp(x - xp.maximum.reduce(x, axis=ax, keepdims=True))
+            e /= xp.add.reduce(e, axis=ax, keepdims=True)  # in place: a temporary less
+        return e.reshape(a.shape)
 
     def backward(self, grad):
         y = self.saved_output()
         return y * (grad - (grad * y).sum(self.dim, keepdim=True))
+
+    def raw_backward(self, grad):
+        # the rule above on arrays, in its order of operations (bit for bit); bfloat16 sums
+        # (accumulated in float32 by ``sum``) take the Tensor rule
+        y = self.saved_output_array()
+        if grad.dtype.kind != "f" or y.dtype != grad.dtype or not y.ndim:
+            return self.tensor_backward(grad)
+        xp = xp_of(grad)
+        t = grad * y
+        t = grad - xp.add.reduce(t, axis=self.dim, keepdims=True)
+        t *= y
+        return t
 
 
 class LogSoftmaxBackward0(Op):
@@ -633,14 +648,28 @@ class LogSoftmaxBackward0(Op):
         if not a.size:
             return a.copy()
         x, ax = _reduce_axis(a, dim)
+        # (the shifted input becomes the result in place: one full-size temporary less, and
+        # the same bits as ``shifted - log(sum(exp(shifted)))``)
         with host.errstate(invalid="ignore", divide="ignore"):
-            shifted = x - xp.max(x, axis=ax, keepdims=True)
-            out = shifted - xp.log(xp.sum(xp.exp(shifted), axis=ax, keepdims=True))
+            out = x - xp.maximum.reduce(x, axis=ax, keepdims=True)
+            lse = xp.add.reduce(xp.exp(out), axis=ax, keepdims=True)
+            out -= xp.log(lse, out=lse)
         return out.reshape(a.shape)
 
     def backward(self, grad):
         y = self.saved_output()
         return grad - y.exp() * grad.sum(self.dim, keepdim=True)
+
+    def raw_backward(self, grad):
+        # the rule above on arrays, in its order of operations (bit for bit); bfloat16 sums
+        # (accumulated in float32 by ``sum``) take the Tensor rule
+        y = self.saved_output_array()
+        if grad.dtype.kind != "f" or y.dtype != grad.dtype or not y.ndim:
+            return self.tensor_backward(grad)
+        xp = xp_of(grad)
+        e = xp.exp(y)
+        e *= xp.add.reduce(grad, axis=self.dim, keepdims=True)
+        return xp.subtract(grad, e, out=e)
 
 
 def _softmax_dim(name: str, ndim: int, stacklevel: int) -> int:

@@ -30,26 +30,56 @@ def _low(out, like):
     and torch rounds such a product back to bfloat16."""
     return out if out.dtype == like.dtype else out.astype(like.dtype)
 
-class MmBackward0(BinaryOp):
-    """mm(a, b): d/da = grad @ b^T, d/db = a^T @ grad."""
 
-    __slots__ = ()
+def _transposed(x) -> bool:
+    """Whether the matrix ``x`` is laid out as a transpose (``weight.t()``): its gradient is
+    then made as the transpose of a C-ordered product, so that it lands in the layout of the
+    tensor it was viewed from."""
+    flags = x.flags
+    return flags.f_contiguous and not flags.c_contiguous
+
+
+class MmBackward0(BinaryOp):
+    """mm(a, b): d/da = grad @ b^T, d/db = a^T @ grad; each computed as the transpose of the
+    swapped product, (b @ grad^T)^T or (grad^T @ a)^T, for an input laid out as a transpose.
+
+    NOTE: ``x @ weight.t()`` (``F.linear`` without bias) otherwise gave the weight a
+    Fortran-ordered gradient, which AccumulateGrad copies transposed: 214 µs against 37 for a
+    (512, 784) float32 copy.
+    """
+
+    __slots__ = ("flip",)
     save_inputs = (0, 1)
     save_crosswise = True
 
     def forward(self, a, b):
+        # (each input's layout, kept: the input itself is saved only for the other's grad)
+        self.flip = (_transposed(a), _transposed(b))
         return _low(a @ b, a)
 
     def backward(self, grad):
         a, b = self.saved()
-        return (grad.mm(b.t()) if self.needs_grad(0) else None,
-                a.t().mm(grad) if self.needs_grad(1) else None)
+        flip_a, flip_b = self.flip
+        ga = gb = None
+        if self.needs_grad(0):
+            ga = b.mm(grad.t()).t() if flip_a else grad.mm(b.t())
+        if self.needs_grad(1):
+            gb = grad.t().mm(a).t() if flip_b else a.t().mm(grad)
+        return ga, gb
 
     def raw_backward(self, grad):
+        # the rule above on arrays, bit for bit
         a, b = self.saved()
+        flip_a, flip_b = self.flip
         (ea, _), (eb, _) = self.next_functions
-        return (grad @ b._data.T if ea is not None else None,
-                a._data.T @ grad if eb is not None else None)
+        ga = gb = None
+        if ea is not None:
+            b = b._data
+            ga = _low(b @ grad.T, b).T if flip_a else _low(grad @ b.T, grad)
+        if eb is not None:
+            a = a._data
+            gb = _low(grad.T @ a, grad).T if flip_b else _low(a.T @ grad, a)
+        return ga, gb
 
 
 class MvBackward0(BinaryOp):
