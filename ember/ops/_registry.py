@@ -17,7 +17,6 @@ varargs by name (``flip(x, dims=(0,))``). ``bind`` installs the Tensor forms onc
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 
 # torch's argument parser accepts these NumPy spellings for every op that has the argument
@@ -108,13 +107,16 @@ def _with_keyword_aliases(fn: Callable, method: bool = False) -> Callable:
     positions = {p: i for i, p in enumerate(params[:code.co_argcount])}
     name = fn.__name__
 
-    @functools.wraps(fn)
     def aliased(*args, **kwargs):
         if kwargs:
             args, kwargs = _bind_keywords(name, args, kwargs, renames, positions, varargs)
             return fn(*args, **kwargs)
         return fn(*args)
 
+    # functools.wraps' attributes, set directly: it costs 3x as much, ~370 times at import
+    aliased.__name__, aliased.__qualname__, aliased.__doc__ = name, fn.__qualname__, fn.__doc__
+    aliased.__module__, aliased.__wrapped__ = fn.__module__, fn
+    aliased.__annotations__ = fn.__annotations__
     _ALIASED[key] = aliased
     return aliased
 
