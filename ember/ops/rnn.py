@@ -10,8 +10,10 @@ The forward projects every time step's input with one matmul (both biases folded
 math allows); each step then does its recurrent matmul and the gate math in place on
 preallocated arrays, and keeps what backward needs (activated gates, cell states). Backward
 through time is written on arrays: the per-step factors that do not depend on the incoming
-gradient are computed for all steps at once, each step then costs a few elementwise ops and
-one matmul, and the weight gradients are a few large matmuls at the end.
+gradient are computed for all steps at once (for LSTM in place over the forward's buffers,
+which a second backward with retain_graph=True rebuilds by rerunning the forward), each step
+then costs a few elementwise ops and one matmul, and the weight gradients are a few large
+matmuls at the end.
 
 With ``create_graph=True`` the node instead recomputes the layer through ember ops, step by
 step (``rnn_layer_per_step``, the same path ``nn.*Cell`` use), and differentiates that, so
@@ -254,23 +256,21 @@ class MkldnnRnnLayerBackward0(_LayerOp):
         dtype = x.dtype
         # NOTE: sigmoid(z) = (tanh(z / 2) + 1) / 2. The rows of i, f and o are halved in the
         # weights and bias (exact: a power of two), so one in-place tanh over all four gates
-        # and one broadcast affine map give the three sigmoids and g's tanh: 3 passes a step
-        # instead of 9 (and tanh, unlike exp(-z), never overflows).
+        # and one scalar affine map (g's tanh set aside around it) give the three sigmoids and
+        # g's tanh (and tanh, unlike exp(-z), never overflows).
         half = _row_scale(xp, dtype, hidden, (True, True, False, True))
         gates = _input_projection(xp, x, w_ih, half)
         if b_ih is not None:
             gates += (b_ih + b_hh) * half
         whh_t = _scaled_t(xp, w_hh, half)
         whr_t = None if w_hr is None else _scaled_t(xp, w_hr, None)
-        mul = xp.asarray([[0.5], [0.5], [1.0], [0.5]], dtype=dtype)
-        add = xp.asarray([[0.5], [0.5], [0.0], [0.5]], dtype=dtype)
-        gates4 = gates.reshape(steps, batch, 4, hidden)
         c_prev = xp.empty((steps, batch, hidden), dtype=dtype)  # the cell state entering t
         tanh_c = xp.empty((steps, batch, hidden), dtype=dtype)
         out = xp.empty((steps, batch, h0.shape[1]), dtype=dtype)
         h_raw = out if w_hr is None else xp.empty((steps, batch, hidden), dtype=dtype)
         rec = xp.empty((batch, 4 * hidden), dtype=dtype)
         ig = xp.empty((batch, hidden), dtype=dtype)
+        tanh_g = xp.empty((batch, hidden), dtype=dtype)
         c_n = xp.empty((batch, hidden), dtype=dtype)
         order = _steps(steps, self.reverse)
         c_prev[order[0]] = c0
@@ -281,12 +281,18 @@ class MkldnnRnnLayerBackward0(_LayerOp):
             xp.matmul(h, whh_t, out=rec)
             g += rec
             xp.tanh(g, out=g)
-            g4 = gates4[t]
-            g4 *= mul
-            g4 += add
+            # NOTE: the affine map runs with scalars over all four gates (contiguous) and g's
+            # tanh is set aside and put back around it: 2 + 2 small copies measured ~6 us a
+            # step against ~12-14 us for one (B, 4, H) * (4, 1) broadcast multiply and add
+            # (LSTM(64, 128), B 32); bit for bit the same values
+            gg = g_[t]
+            xp.copyto(tanh_g, gg)
+            g *= 0.5
+            g += 0.5
+            xp.copyto(gg, tanh_g)
             c = c_n if k == steps - 1 else c_prev[order[k + 1]]
             xp.multiply(f_[t], c_prev[t], out=c)
-            xp.multiply(i_[t], g_[t], out=ig)
+            xp.multiply(i_[t], tanh_g, out=ig)
             c += ig
             tc = tanh_c[t]
             xp.tanh(c, out=tc)
@@ -299,31 +305,49 @@ class MkldnnRnnLayerBackward0(_LayerOp):
 
     def bptt(self, grads, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, out):
         d_out, d_hn, d_cn = grads
+        if self.buffers is None:
+            # a second backward (retain_graph=True): the first consumed the buffers in place,
+            # so rebuild them from the saved inputs (the same arrays, bit for bit)
+            self.forward(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr)
         gates, c_prev, tanh_c, h_raw = self.buffers
+        # the buffers are overwritten below: this node's next run (if any) recomputes them
+        self.buffers = None
         xp = xp_of(gates)
         steps, batch, hidden = c_prev.shape
         size = out.shape[2]
         dtype = gates.dtype
-        i, f, g, o = (gates[:, :, k * hidden:(k + 1) * hidden] for k in range(4))
-        # Factors independent of the incoming gradient, for all steps at once: with dh the
-        # gradient reaching h_t (before the projection: W_hr^T applied) and dc reaching c_t,
+        gates4 = gates.reshape(steps, batch, 4, hidden)
+        i, f, g, o = (gates4[:, :, k] for k in range(4))
+        # Factors independent of the incoming gradient: with dh the gradient reaching h_t
+        # (before the projection: W_hr^T applied) and dc reaching c_t,
         #   dz_o = dh * tanh(c) o (1 - o),  dc += dh * o (1 - tanh(c)^2),
         #   dz_{i,f,g} = dc * [g i (1 - i), c_{t-1} f (1 - f), i (1 - g^2)],  dc_{t-1} = dc * f
-        slope = 1 - gates
-        slope *= gates  # a (1 - a): the sigmoids' derivative (i, f, o; g's column unused)
-        k_ifg = xp.empty((steps, batch, 3, hidden), dtype=dtype)
-        xp.multiply(g, slope[:, :, :hidden], out=k_ifg[:, :, 0])
-        xp.multiply(c_prev, slope[:, :, hidden:2 * hidden], out=k_ifg[:, :, 1])
-        kg = k_ifg[:, :, 2]
-        xp.multiply(g, g, out=kg)
-        xp.subtract(1, kg, out=kg)
-        kg *= i
-        k_c = tanh_c * tanh_c
-        xp.subtract(1, k_c, out=k_c)
-        k_c *= o
-        k_o = tanh_c * slope[:, :, 3 * hidden:]
-        dz = xp.empty((steps, batch, 4 * hidden), dtype=dtype)
-        dz4 = dz.reshape(steps, batch, 4, hidden)
+        # NOTE: computed in place over the forward's buffers (gates -> the four factors k_i,
+        # k_f, k_g, k_o; tanh_c -> k_c; c_prev -> f), and dz then overwrites the factors step by
+        # step: backward allocates one (T, B, H) temporary instead of ~3.3x the gates' size
+        # (LSTM(64, 128), T 50, B 32: the training step's peak RSS growth 17.3 -> 7.7 MiB).
+        u = 1 - o
+        u *= o
+        u *= tanh_c                              # k_o
+        xp.multiply(tanh_c, tanh_c, out=tanh_c)
+        xp.subtract(1, tanh_c, out=tanh_c)
+        tanh_c *= o                              # k_c
+        xp.copyto(o, u)
+        xp.subtract(1, f, out=u)
+        u *= f
+        u *= c_prev                              # k_f
+        xp.copyto(c_prev, f)
+        xp.copyto(f, u)
+        xp.multiply(g, g, out=u)
+        xp.subtract(1, u, out=u)
+        u *= i                                   # k_g
+        g *= i
+        xp.subtract(1, i, out=i)
+        i *= g                                   # k_i = g i (1 - i)
+        xp.copyto(g, u)
+        del u
+        k_c, f = tanh_c, c_prev
+        dz = gates
         dh = _state_grad(xp, d_hn, (batch, size), dtype)
         dc = _state_grad(xp, d_cn, (batch, hidden), dtype)
         dh_t = xp.empty((batch, size), dtype=dtype)
@@ -339,10 +363,13 @@ class MkldnnRnnLayerBackward0(_LayerOp):
             if w_hr is not None:
                 dh_proj[t] = cur
                 cur = xp.matmul(cur, w_hr, out=dh_raw)
-            xp.multiply(cur, k_o[t], out=dz4[t, :, 3])
+            k4 = gates4[t]
+            dz_o = k4[:, 3]
+            dz_o *= cur
             xp.multiply(cur, k_c[t], out=tmp)
             dc += tmp
-            xp.multiply(dc3, k_ifg[t], out=dz4[t, :, :3])
+            dz_ifg = k4[:, :3]
+            dz_ifg *= dc3
             dc *= f[t]
             xp.matmul(dz[t], w_hh, out=dh)
         gx, gw_ih, gw_hh, gb_ih, gb_hh = _weight_grads(self, xp, dz, dz, x, h0, out, w_ih,
