@@ -304,3 +304,29 @@ def test_numpy_operands_act_as_tensors_and_numbers_as_in_torch(case):
     got = case(ember)
     assert isinstance(got, ember.Tensor) and str(got.dtype) == str(expected.dtype)
     np.testing.assert_array_equal(got.numpy(), expected.numpy())
+
+
+def test_relu_backward_matches_torch_on_nan_inf_and_signed_zero():
+    x = np.array([-1.0, 0.0, -0.0, 2.0, np.nan, np.inf, -np.inf, 3.0], dtype=np.float32)
+    g = np.array([-5.0, np.nan, 1.0, -0.0, 7.0, np.nan, 2.0, -3.0], dtype=np.float32)
+    grads = []
+    for lib in (ember, torch):
+        t = lib.tensor(x, requires_grad=True)
+        lib.relu(t).backward(lib.tensor(g))
+        grads.append(t.grad.numpy())
+    np.testing.assert_array_equal(grads[0], grads[1])
+    assert (np.signbit(grads[0]) == np.signbit(grads[1])).all()
+
+
+def test_leaf_gradients_taken_over_never_alias_what_else_holds_them():
+    """.grad may take over the engine's gradient array, never one something else can reach."""
+    w = ember.ones(3, requires_grad=True)
+    seed = ember.ones(3)
+    w.backward(seed)  # the root seed is the user's: copied
+    assert w.grad.data_ptr() != seed.data_ptr()
+    seed.add_(1)
+    assert w.grad.tolist() == [1.0, 1.0, 1.0]
+    x = ember.ones(3, requires_grad=True)
+    (w * 2 + x * 2).sum().backward()
+    assert w.grad.data_ptr() != x.grad.data_ptr()
+    assert w.grad.tolist() == [3.0] * 3 and x.grad.tolist() == [2.0] * 3

@@ -180,8 +180,17 @@ def run_backward(outputs: list[Tensor], grads: list[Tensor], keep_graph: bool,
                 if hits is not None and not accumulate:
                     for _, k in hits:
                         captured[k] = run_leaf_hooks(node.variable, keep(grads_in[0]))
-                elif grads_in[0] is not None:
-                    accumulate_leaf(node.variable, grads_in[0], create_graph)
+                elif grads_in[0] is None:
+                    pass
+                elif raw:
+                    # handed over with the engine's references dropped (the list, and the
+                    # tuple the last node returned) so accumulate_leaf may adopt it as .grad
+                    # when nothing else holds it (graph._adoptable): one local, ``g``
+                    g = grads_in[0]
+                    grads_in[0] = grads_out = None
+                    accumulate_leaf(node.variable, g, False, True)
+                else:
+                    accumulate_leaf(node.variable, grads_in[0], True)
                 continue
             if hits is not None:
                 for nr, k in hits:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 import sys
 
-from .._backend import as_array, from_numpy_dtype
+from .._backend import as_array, from_numpy_dtype, host, ndarray
 from .._tensor import Tensor, _make
 from ..utils.hooks import HookDict, add_hook
 
@@ -308,20 +308,79 @@ def run_leaf_hooks(var: Tensor, grad: Tensor | None) -> Tensor | None:
     return grad
 
 
-def accumulate_leaf(var: Tensor, grad, create_graph: bool) -> None:
+def _refs(a) -> int:
+    return sys.getrefcount(a)
+
+
+def _probe(a) -> tuple:  # _adoptable's pattern of references, for _calibrate
+    b = a.base
+    return _refs(a), _refs(b)
+
+
+def _handed_over(grad) -> tuple:  # accumulate_leaf's frame
+    return _probe(grad)
+
+
+def _calibrate() -> tuple:
+    g = host.empty(1).reshape(1)  # the engine's one local, a view of an array no one holds
+    return _handed_over(g)
+
+
+# The references a gradient the engine hands over has when nothing else holds it: the engine's
+# local, the parameters of accumulate_leaf, _adoptable and _refs, and getrefcount's argument
+# (5); for its base: _adoptable's local, _refs' parameter, getrefcount's argument and the
+# view's ``base`` (4). The same call chain, measured here, must give just that (CPython 3.11);
+# an interpreter that counts otherwise (borrowed stack references) disables adoption rather
+# than guess.
+_ADOPT_REFS, _ADOPT_BASE_REFS = (5, 4) if _calibrate() == (5, 4) else (0, 0)
+
+
+def _adoptable(a, var: Tensor) -> bool:
+    """Whether ``a``, a gradient the engine handed over with only its own reference
+    (``owned``), can become ``var.grad`` as it is: what torch's AccumulateGrad checks with
+    ``use_count() == 1`` and the layout contract.
+
+    NOTE: this skips a copy of every parameter's gradient on every step. MLP 784-512-256-10,
+    Adam, batch 128, 1 thread, in-process interleaved minima: 4.81 -> 4.59 and 5.13 -> 4.86
+    ms a step (two runs); benchmarks/mlp.py peak RSS growth 3.3 -> 1.0 MiB. ``a`` qualifies when it is C-contiguous (what
+    ``.copy()`` would make), writeable (later backwards add into it in place), has ``var``'s
+    shape and dtype, and no Python reference beyond the engine's: any other holder (a tensor's
+    ``_data``, a saved tensor, the other side of an add that returned one gradient twice, a
+    hook's stash, a view of it, whose ``base`` is ``a``) raises ``sys.getrefcount``, and the
+    copy is made as before. Its memory must be its own (``base is None``, ``owndata``) or, as
+    for a transpose's backward (``g.T`` of a fresh ``matmul``) or ``sum_to``'s reshape of a
+    keepdims sum, all of the memory of a ``base`` that owns it and that nothing else holds
+    (same byte count, so a contiguous ``a`` covers all of it; any other view would hold it).
+    """
+    if not (type(a) is ndarray and a.flags.c_contiguous and a.flags.writeable
+            and a.shape == var._data.shape and a.dtype == var._data.dtype
+            and _refs(a) <= _ADOPT_REFS):
+        return False
+    b = a.base
+    if b is None:
+        return a.flags.owndata
+    return type(b) is ndarray and b.base is None and b.flags.owndata \
+        and b.nbytes == a.nbytes and _refs(b) <= _ADOPT_BASE_REFS
+
+
+def accumulate_leaf(var: Tensor, grad, create_graph: bool, owned: bool = False) -> None:
     """What AccumulateGrad does: run the leaf's hooks, then add into ``var.grad`` (torch's
-    rules). ``grad`` is a Tensor with ``create_graph``, else a raw array."""
+    rules). ``grad`` is a Tensor with ``create_graph``, else a raw array. ``owned``: the
+    engine holds ``grad`` by one local and nothing else of its own (no list, buffer or
+    tuple), so that ``_adoptable`` can count the references."""
     extra = var._extra
     if create_graph:
         grad = run_leaf_hooks(var, grad)
     elif extra is not None and extra.hooks:
         grad = run_leaf_hooks(var, wrap(grad))._data
+        owned = False  # a hook may return a tensor it keeps: don't count on references
     old = var._grad
     if old is None:
-        # a private copy (the same gradient may reach several leaves): with create_graph, a
-        # differentiable one, CopyBackwards as in torch
+        # a private copy (the same gradient may reach several leaves) unless the engine's own
+        # array is free to take; with create_graph, a differentiable one, CopyBackwards as in
+        # torch
         if not create_graph:
-            var._grad = _make(grad.copy())
+            var._grad = _make(grad if owned and _adoptable(grad, var) else grad.copy())
         elif grad._requires_grad:
             var._grad = _make(grad._data.copy()).copy_(grad)
         else:

@@ -171,22 +171,46 @@ class ReluBackward0(Op):
         return ThresholdBackwardBackward0.apply(grad, self.saved_output(), params=(0,))
 
     def raw_backward(self, grad):
-        return grad * (self.saved_output_array() > 0)
+        return threshold_backward_array(grad, self.saved_output_array(), 0)
+
+
+_UINT_OF_SIZE = {2: "uint16", 4: "uint32", 8: "uint64"}
+
+
+def threshold_backward_array(g, x, threshold):
+    """torch's threshold_backward on arrays: 0 where ``x <= threshold``, else ``g`` (so also
+    where x is nan), bit for bit: +0.0 even where ``g`` is nan, inf or negative, which
+    ``g * (x > t)`` gets wrong (nan * 0 is nan, -5 * 0 is -0.0, and nan > t drops g).
+
+    NOTE: on NumPy the select is a bitwise AND of g's bits with an all-ones/all-zeros mask
+    (``(x <= t) - 1`` in unsigned ints) computed into the result's own buffer: three
+    vectorised passes. Measured (float32, 1 thread, min of 7x200): (128, 512) 20.0 µs for the
+    old, wrong ``g * (x > 0)``, 25.6 µs for this, 93 µs for ``where(x <= t, 0, g)`` (NumPy's
+    where branches on a random mask: 3.0 ms vs 0.30 ms at (64, 16, 28, 28)); putmask and
+    copyto(where=) are slower still.
+    """
+    uint = _UINT_OF_SIZE.get(g.dtype.itemsize)
+    if type(g) is ndarray and type(x) is ndarray and g.dtype.kind == "f" and uint is not None \
+            and g.shape == x.shape:
+        out = host.empty(g.shape, g.dtype)
+        bits = out.view(uint)
+        host.subtract(x <= threshold, 1, dtype=uint, out=bits)  # 0 where cut, else all ones
+        host.bitwise_and(g.view(uint), bits, out=bits)
+        return out
+    xp = xp_of(g)
+    return xp.where(x <= threshold, xp.zeros((), g.dtype), g)
 
 
 class ThresholdBackwardBackward0(Op):
-    """threshold_backward(grad, x, threshold): grad where x > threshold, else 0.
-
-    NOTE: one fused NumPy expression, not ``grad * (x > t).to(dtype)``: relu's backward runs
-    on every activation of a network, and the extra temporaries cost more than the math.
-    """
+    """threshold_backward(grad, x, threshold): grad where x > threshold (or x is nan), else 0
+    (``threshold_backward_array``, torch's select bit for bit)."""
 
     __slots__ = ("threshold",)
     save_inputs = (1,)
 
     def forward(self, g, x, threshold):
         self.threshold = threshold
-        return g * (x > threshold)
+        return threshold_backward_array(g, x, threshold)
 
     def backward(self, grad):
         (x,) = self.saved()
@@ -194,7 +218,7 @@ class ThresholdBackwardBackward0(Op):
 
     def raw_backward(self, grad):
         (x,) = self.saved()
-        return grad * (x._data > self.threshold), None
+        return threshold_backward_array(grad, x._data, self.threshold), None
 
 
 class AbsBackward0(Op):
