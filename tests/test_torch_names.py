@@ -330,3 +330,14 @@ def test_leaf_gradients_taken_over_never_alias_what_else_holds_them():
     (w * 2 + x * 2).sum().backward()
     assert w.grad.data_ptr() != x.grad.data_ptr()
     assert w.grad.tolist() == [3.0] * 3 and x.grad.tolist() == [2.0] * 3
+
+
+def test_threshold_backward_passes_the_gradient_at_nan_inputs_as_torch():
+    x = np.array([np.nan, 0.5, 0.7, -1.0], dtype=np.float32)
+    grads = []
+    for lib in (ember, torch):
+        t = lib.tensor(x, requires_grad=True)
+        lib.nn.functional.threshold(t, 0.5, 2.0).backward(lib.tensor([3.0, -4.0, 5.0, 6.0]))
+        grads.append(t.grad.numpy())
+    np.testing.assert_array_equal(grads[0], grads[1])
+    assert (np.signbit(grads[0]) == np.signbit(grads[1])).all()

@@ -71,7 +71,8 @@ class ThresholdBackward0(Op):
 
     def backward(self, grad):
         (x,) = self.saved()
-        return _mask(grad, x._data > self.th)
+        # torch's threshold_backward: 0 where x <= th, so a nan input passes its gradient
+        return _mask(grad, ~(x._data <= self.th))
 
 
 class ThresholdBackward1(ThresholdBackward0):
