@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from .._backend import dtypes as _dt
 from ..amp import autocast_mode as _am
-from ..amp.grad_scaler import GradScaler as _GradScaler
+from ..amp._deprecated import device_autocast, device_grad_scaler
 
 __all__ = ["GradScaler", "amp_definitely_not_available", "autocast", "custom_bwd", "custom_fwd"]
 
@@ -19,29 +19,8 @@ def amp_definitely_not_available() -> bool:
     return _am._cuda_unavailable()
 
 
-class autocast(_am.autocast):
-    """``torch.cuda.amp.autocast(enabled=True, dtype=torch.float16, cache_enabled=True)``."""
-
-    def __init__(self, enabled: bool = True, dtype: _dt.dtype = _dt.float16,
-                 cache_enabled: bool = True) -> None:
-        warnings.warn("`torch.cuda.amp.autocast(args...)` is deprecated. Please use "
-                      "`torch.amp.autocast('cuda', args...)` instead.", FutureWarning,
-                      stacklevel=2)
-        super().__init__("cuda", enabled=enabled, dtype=dtype, cache_enabled=cache_enabled)
-
-
-class GradScaler(_GradScaler):
-    """``torch.cuda.amp.GradScaler(...)``: ``torch.amp.GradScaler('cuda', ...)``."""
-
-    def __init__(self, init_scale: float = 2.0 ** 16, growth_factor: float = 2.0,
-                 backoff_factor: float = 0.5, growth_interval: int = 2000,
-                 enabled: bool = True) -> None:
-        warnings.warn("`torch.cuda.amp.GradScaler(args...)` is deprecated. Please use "
-                      "`torch.amp.GradScaler('cuda', args...)` instead.", FutureWarning,
-                      stacklevel=2)
-        super().__init__("cuda", init_scale=init_scale, growth_factor=growth_factor,
-                         backoff_factor=backoff_factor, growth_interval=growth_interval,
-                         enabled=enabled)
+autocast = device_autocast("cuda", _dt.float16)
+GradScaler = device_grad_scaler("cuda")
 
 
 def custom_fwd(fwd: Callable | None = None, *, cast_inputs: _dt.dtype | None = None):

@@ -172,20 +172,7 @@ class ChannelShuffle(Module):
         self.groups = groups
 
     def forward(self, input: Tensor) -> Tensor:
-        shape = tuple(input.shape)
-        g = self.groups
-        if input.dim() <= 2:
-            raise RuntimeError(f"channel_shuffle expects input with > 2 dims, but got input "
-                               f"with sizes {list(shape)}")
-        if g <= 0:
-            raise RuntimeError(f"Number of groups to divide channels in must be positive. Value "
-                               f"of groups:{g}")
-        if shape[1] % g:
-            raise RuntimeError(f"Number of channels must be divisible by groups. Got "
-                               f"{shape[1]} channels and {g} groups.")
-        n, c, rest = shape[0], shape[1], shape[2:]
-        return (input.reshape(n, g, c // g, *rest).transpose(1, 2).contiguous()
-                .reshape(shape))
+        return F.channel_shuffle(input, self.groups)
 
     def extra_repr(self) -> str:
         return f"groups={self.groups}"

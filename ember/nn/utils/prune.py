@@ -202,6 +202,20 @@ class Identity(BasePruningMethod):
         return super().apply(module, name)
 
 
+def _unstructured_mask(amount, t: Tensor, default_mask: Tensor, scores, largest: bool) -> Tensor:
+    """``default_mask`` with the ``amount`` entries of ``t`` of largest (or smallest)
+    ``scores()`` zeroed, as torch's unstructured methods compute it (``scores`` is called only
+    when something is pruned: a random draw then consumes the generator as torch's does)."""
+    tensor_size = t.nelement()
+    nparams_toprune = _compute_nparams_toprune(amount, tensor_size)
+    _validate_pruning_amount(nparams_toprune, tensor_size)
+    mask = default_mask.clone()
+    if nparams_toprune != 0:
+        picked = topk(scores().reshape(-1), k=nparams_toprune, largest=largest).indices
+        mask.view(-1)[picked] = 0
+    return mask
+
+
 class RandomUnstructured(BasePruningMethod):
     """Prunes ``amount`` (a fraction, or a count) of the entries, chosen at random."""
 
@@ -212,14 +226,8 @@ class RandomUnstructured(BasePruningMethod):
         self.amount = amount
 
     def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
-        tensor_size = t.nelement()
-        nparams_toprune = _compute_nparams_toprune(self.amount, tensor_size)
-        _validate_pruning_amount(nparams_toprune, tensor_size)
-        mask = default_mask.clone()
-        if nparams_toprune != 0:
-            prob = rand_like(t)
-            mask.view(-1)[topk(prob.view(-1), k=nparams_toprune).indices] = 0
-        return mask
+        # random scores: the entries with the largest draws are pruned
+        return _unstructured_mask(self.amount, t, default_mask, lambda: rand_like(t), True)
 
     @classmethod
     def apply(cls, module: Module, name: str, amount) -> RandomUnstructured:
@@ -236,14 +244,7 @@ class L1Unstructured(BasePruningMethod):
         self.amount = amount
 
     def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
-        tensor_size = t.nelement()
-        nparams_toprune = _compute_nparams_toprune(self.amount, tensor_size)
-        _validate_pruning_amount(nparams_toprune, tensor_size)
-        mask = default_mask.clone()
-        if nparams_toprune != 0:
-            smallest = topk(t.abs().view(-1), k=nparams_toprune, largest=False)
-            mask.view(-1)[smallest.indices] = 0
-        return mask
+        return _unstructured_mask(self.amount, t, default_mask, t.abs, False)
 
     @classmethod
     def apply(cls, module: Module, name: str, amount,

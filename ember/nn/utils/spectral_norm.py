@@ -18,6 +18,7 @@ from .. import functional as F
 from ..modules.conv import ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from ..modules.module import Module
 from ..parameter import Parameter, UninitializedParameter
+from .weight_norm import remove_norm_hook
 
 __all__ = ["SpectralNorm", "SpectralNormLoadStateDictPreHook", "SpectralNormStateDictHook",
            "remove_spectral_norm", "spectral_norm"]
@@ -175,13 +176,7 @@ def spectral_norm(module: T_module, name: str = "weight", n_power_iterations: in
 
 def remove_spectral_norm(module: T_module, name: str = "weight") -> T_module:
     """Fold the normalisation into one parameter ``<name>`` and drop the hooks."""
-    for k, hook in module._forward_pre_hooks.items():
-        if isinstance(hook, SpectralNorm) and hook.name == name:
-            hook.remove(module)
-            del module._forward_pre_hooks[k]
-            break
-    else:
-        raise ValueError(f"spectral_norm of '{name}' not found in {module}")
+    remove_norm_hook(module, name, SpectralNorm, "spectral_norm")
     for registry, kind in ((module._state_dict_hooks, SpectralNormStateDictHook),
                            (module._load_state_dict_pre_hooks,
                             SpectralNormLoadStateDictPreHook)):

@@ -97,9 +97,16 @@ def weight_norm(module: T_module, name: str = "weight", dim: int | None = 0) -> 
 
 def remove_weight_norm(module: T_module, name: str = "weight") -> T_module:
     """Fold ``<name>_g`` and ``<name>_v`` back into one parameter ``<name>``."""
+    remove_norm_hook(module, name, WeightNorm, "weight_norm")
+    return module
+
+
+def remove_norm_hook(module: Module, name: str, kind: type, what: str) -> None:
+    """Undo the ``kind`` forward pre-hook (WeightNorm, SpectralNorm) that normalises
+    ``module.<name>``: the hook folds its parameters back into ``<name>``."""
     for k, hook in module._forward_pre_hooks.items():
-        if isinstance(hook, WeightNorm) and hook.name == name:
+        if isinstance(hook, kind) and hook.name == name:
             hook.remove(module)
             del module._forward_pre_hooks[k]
-            return module
-    raise ValueError(f"weight_norm of '{name}' not found in {module}")
+            return
+    raise ValueError(f"{what} of '{name}' not found in {module}")
