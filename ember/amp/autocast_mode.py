@@ -98,7 +98,8 @@ class autocast:
         self.fast_dtype = get_autocast_dtype(device_type) if dtype is None else dtype
         self.device = device_type
         if not is_autocast_available(device_type):
-            raise RuntimeError(f"User specified an unsupported autocast device_type '{device_type}'")
+            raise RuntimeError("User specified an unsupported autocast device_type "
+                               f"'{device_type}'")
         self._cache_enabled = _state.cache_enabled if cache_enabled is None else cache_enabled
         if enabled:
             name = device_type.upper()

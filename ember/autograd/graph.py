@@ -342,9 +342,11 @@ def _adoptable(a, var: Tensor) -> bool:
 
     NOTE: this skips a copy of every parameter's gradient on every step. MLP 784-512-256-10,
     Adam, batch 128, 1 thread, in-process interleaved minima: 4.81 -> 4.59 and 5.13 -> 4.86
-    ms a step (two runs); benchmarks/mlp.py peak RSS growth 3.3 -> 1.0 MiB. ``a`` qualifies when it is C-contiguous (what
-    ``.copy()`` would make), writeable (later backwards add into it in place), has ``var``'s
-    shape and dtype, and no Python reference beyond the engine's: any other holder (a tensor's
+    ms a step (two runs); benchmarks/mlp.py peak RSS growth 3.3 -> 1.0 MiB.
+
+    ``a`` qualifies when it is C-contiguous (what ``.copy()`` would make), writeable (later
+    backwards add into it in place), has ``var``'s shape and dtype, and no Python reference
+    beyond the engine's: any other holder (a tensor's
     ``_data``, a saved tensor, the other side of an add that returned one gradient twice, a
     hook's stash, a view of it, whose ``base`` is ``a``) raises ``sys.getrefcount``, and the
     copy is made as before. Its memory must be its own (``base is None``, ``owndata``) or, as

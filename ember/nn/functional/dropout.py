@@ -50,7 +50,8 @@ def _dropout_impl(input: Tensor, p: float, train: bool, inplace: bool, feature: 
     else:
         shape = x.shape
     keep = xp.asarray(_random.default_generator._rng.random(shape) >= p)  # drawn on the host
-    if x.dtype.kind not in FLOAT_KINDS:  # torch: the float mask can't be written into an integer tensor
+    # torch: the float mask can't be written into an integer tensor
+    if x.dtype.kind not in FLOAT_KINDS:
         raise RuntimeError(f"result type Float can't be cast to the desired output type "
                            f"{input.dtype._legacy[:-len('Tensor')]}")
     if alpha:
