@@ -6,7 +6,7 @@ import importlib
 
 from .._backend import xp_of
 from .._tensor import Tensor, _make
-from . import graph
+from . import engine, graph
 from .anomaly_mode import detect_anomaly, set_detect_anomaly
 from .api import backward, grad
 from .function import Function, FunctionCtx, InplaceFunction, once_differentiable
@@ -28,6 +28,10 @@ def Variable(data, requires_grad: bool = False, volatile: bool = False) -> Tenso
     if requires_grad:
         data.requires_grad_(True)
     return data
+
+
+# torch's path to the engine's final callbacks: ``Variable._execution_engine.queue_callback``
+Variable._execution_engine = engine
 
 
 def __getattr__(name: str):

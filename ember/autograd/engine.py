@@ -150,6 +150,8 @@ def run_backward(outputs: list[Tensor], grads: list[Tensor], keep_graph: bool,
     anomaly = AnomalyMode.enabled
     prev_mode = (_grad_state.grad_mode, _grad_state.grad_enabled)
     _grad_state.grad_mode = _grad_state.grad_enabled = create_graph
+    callbacks: list = []
+    _final_callbacks.append(callbacks)
     try:
         nxt = nxt_in = None  # the node made ready last runs next, unless the queue holds a
         while ready or nxt is not None:  # later one: a chain never touches queue or buffers
@@ -240,9 +242,28 @@ def run_backward(outputs: list[Tensor], grads: list[Tensor], keep_graph: bool,
                         nxt, nxt_in = child, buffers.pop(child)
                     else:
                         heappush(ready, (-child._sequence_nr, id(child), child))
+        # callbacks queued during this pass run last, in order; one may queue another
+        i = 0
+        while i < len(callbacks):
+            callbacks[i]()
+            i += 1
     finally:
+        _final_callbacks.pop()
         _grad_state.grad_mode, _grad_state.grad_enabled = prev_mode
     return captured
+
+
+# One list of final callbacks per backward pass in progress (nested passes stack)
+_final_callbacks: list[list] = []
+
+
+def queue_callback(callback) -> None:
+    """Run ``callback()`` when the backward pass now running has finished, before
+    ``backward()`` returns (torch's ``Variable._execution_engine.queue_callback``, which
+    ``DistributedDataParallel`` uses to wait for its gradient all-reduces)."""
+    if not _final_callbacks:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    _final_callbacks[-1].append(callback)
 
 
 def _same(g):

@@ -1,0 +1,85 @@
+"""The MPI engine behind ``ember.distributed``: mpi4py, loaded on first use.
+
+ember does not carry its own transport. Collectives go to MPI through mpi4py, with an MPI
+library installed from PyPI (the ``mpich`` wheel); both come with ``pip install ember[mpi]``.
+Importing ``ember.distributed`` never imports mpi4py, so the namespace exists (and
+``is_available()`` answers) on machines without it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+
+_MPI = None
+_INSTALL = 'pip install "ember[mpi]"  (mpi4py with the mpich wheel)'
+
+
+def available() -> bool:
+    """Whether mpi4py can be imported (without importing it)."""
+    if _MPI is not None:
+        return True
+    import importlib.util
+    return importlib.util.find_spec("mpi4py") is not None
+
+
+def mpi():
+    """The ``mpi4py.MPI`` module, imported (and MPI initialized) on the first call.
+
+    Raises ``RuntimeError`` naming the ``ember[mpi]`` extra when mpi4py is missing.
+    """
+    global _MPI
+    if _MPI is None:
+        try:
+            import mpi4py
+        except ImportError:
+            raise RuntimeError(
+                "ember.distributed runs on MPI, and mpi4py is not installed. Install it with: "
+                + _INSTALL) from None
+        # a thread-safe level is not needed (collectives are issued from one thread), and
+        # finalizing at exit is mpi4py's default: keep it so a clean exit is a clean MPI exit
+        mpi4py.rc.threads = False
+        from mpi4py import MPI
+        _MPI = MPI
+    return _MPI
+
+
+def abort_on_uncaught_exception() -> None:
+    """Make an uncaught exception in this rank abort the whole MPI job.
+
+    Without it, the other ranks wait forever in their next collective for a rank that has
+    died (mpi4py finalizes MPI at exit, which looks like a clean exit). The traceback is
+    printed first, prefixed by the rank, then ``MPI_Abort`` makes ``mpiexec`` end every rank
+    with a non-zero status. Installed by ``init_process_group`` and by the launcher.
+    """
+    previous = sys.excepthook
+    if getattr(previous, "_ember_aborts", False):
+        return
+
+    def hook(kind, value, tb):
+        MPI = mpi()
+        rank = MPI.COMM_WORLD.Get_rank()
+        if kind is KeyboardInterrupt or MPI.COMM_WORLD.Get_size() == 1:
+            previous(kind, value, tb)
+            return
+        text = "".join(traceback.format_exception(kind, value, tb))
+        sys.stderr.write(f"[rank {rank}] the job is aborted: this rank raised an uncaught "
+                         f"exception\n{text}")
+        sys.stderr.flush()
+        sys.stdout.flush()
+        MPI.COMM_WORLD.Abort(1)
+
+    hook._ember_aborts = True
+    sys.excepthook = hook
+
+
+def env_int(name: str) -> int | None:
+    """An integer environment variable (torchrun's ``RANK``/``WORLD_SIZE``/...) or None."""
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(f"environment variable {name}={value!r} is not an integer") from None
