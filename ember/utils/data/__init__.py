@@ -15,6 +15,7 @@ from .dataset import (
     random_split,
 )
 from .datasets import MNIST, FashionMNIST  # light: NumPy and gzip only
+from .distributed import DistributedSampler  # light: ember.distributed loads on first use
 from .sampler import (
     BatchSampler,
     RandomSampler,
@@ -31,6 +32,7 @@ __all__ = [
     "ConcatDataset",
     "DataLoader",
     "Dataset",
+    "DistributedSampler",
     "FashionMNIST",
     "IterableDataset",
     "RandomSampler",
