@@ -3,16 +3,17 @@
 With no accelerator torch's ``DataParallel`` keeps ``device_ids = []`` and its forward calls
 the wrapped module directly; ember always runs that way. ``data_parallel`` (the functional
 form) raises torch's ``RuntimeError`` there, and so it does here. ``DistributedDataParallel``
-is not available yet: it needs ``torch.distributed``.
+runs one replica per MPI process (see ``distributed.py``).
 """
 
 from __future__ import annotations
 
 from .data_parallel import DataParallel, data_parallel
+from .distributed import DistributedDataParallel
 
-__all__ = ["DataParallel", "data_parallel"]
+__all__ = ["DataParallel", "DistributedDataParallel", "data_parallel"]
 
-_NOT_YET = {"DistributedDataParallel", "replicate", "scatter", "parallel_apply", "gather"}
+_NOT_YET = {"replicate", "scatter", "parallel_apply", "gather"}
 
 
 def __getattr__(name: str):
