@@ -37,9 +37,12 @@ def mpi():
             raise RuntimeError(
                 "ember.distributed runs on MPI, and mpi4py is not installed. Install it with: "
                 + _INSTALL) from None
-        # a thread-safe level is not needed (collectives are issued from one thread), and
-        # finalizing at exit is mpi4py's default: keep it so a clean exit is a clean MPI exit
+        # Collectives are issued from one thread. MPI is not finalized at exit: a rank that
+        # exits with sys.exit(3) would otherwise wait in MPI_Finalize while the others wait in
+        # their next collective, forever; unfinalized, its exit status makes mpiexec end the
+        # job (and an exit status of 0 is still a clean exit).
         mpi4py.rc.threads = False
+        mpi4py.rc.finalize = False
         from mpi4py import MPI
         _MPI = MPI
     return _MPI
