@@ -37,28 +37,29 @@ def mpi():
             raise RuntimeError(
                 "ember.distributed runs on MPI, and mpi4py is not installed. Install it with: "
                 + _INSTALL) from None
-        # Collectives are issued from one thread. MPI is not finalized at exit: a rank that
-        # exits with sys.exit(3) would otherwise wait in MPI_Finalize while the others wait in
-        # their next collective, forever; unfinalized, its exit status makes mpiexec end the
-        # job (and an exit status of 0 is still a clean exit).
+        # Collectives are issued from one thread. MPI is finalized at exit (mpi4py's default):
+        # mpiexec takes a rank that exits unfinalized for a failed one, even with status 0
         mpi4py.rc.threads = False
-        mpi4py.rc.finalize = False
         from mpi4py import MPI
         _MPI = MPI
     return _MPI
 
 
 def abort_on_uncaught_exception() -> None:
-    """Make an uncaught exception in this rank abort the whole MPI job.
+    """Make an uncaught exception, or ``sys.exit`` with a failure status, in this rank abort
+    the whole MPI job, as torchrun's agent ends every worker when one fails.
 
     Without it, the other ranks wait forever in their next collective for a rank that has
     died (mpi4py finalizes MPI at exit, which looks like a clean exit). The traceback is
     printed first, prefixed by the rank, then ``MPI_Abort`` makes ``mpiexec`` end every rank
-    with a non-zero status. Installed by ``init_process_group`` and by the launcher.
+    with a non-zero status. Installed by ``init_process_group`` and by the launcher. (A
+    ``raise SystemExit(3)`` written out, rather than ``sys.exit(3)``, is seen only by the
+    launcher, ``python -m ember.distributed.run``, which runs the program itself.)
     """
     previous = sys.excepthook
     if getattr(previous, "_ember_aborts", False):
         return
+    _abort_on_failed_exit()
 
     def hook(kind, value, tb):
         MPI = mpi()
@@ -75,6 +76,26 @@ def abort_on_uncaught_exception() -> None:
 
     hook._ember_aborts = True
     sys.excepthook = hook
+
+
+def _abort_on_failed_exit() -> None:
+    real_exit = sys.exit
+
+    def exit(status=None):  # (sys.exit's own name)
+        failed = status is not None and status != 0
+        if failed and _MPI is not None and _MPI.COMM_WORLD.Get_size() > 1:
+            world = _MPI.COMM_WORLD
+            code = status if isinstance(status, int) else 1
+            if not isinstance(status, int):
+                sys.stderr.write(f"{status}\n")
+            sys.stderr.write(f"[rank {world.Get_rank()}] the job is aborted: this rank exited "
+                             f"with status {code}\n")
+            sys.stderr.flush()
+            sys.stdout.flush()
+            world.Abort(code)
+        real_exit(status)
+
+    sys.exit = exit
 
 
 def env_int(name: str) -> int | None:

@@ -288,7 +288,7 @@ def _root(pg: ProcessGroup, global_rank, group_rank, opname: str, what: str) -> 
                              f"size {pg.size()}")
         return group_rank
     if global_rank is None:
-        if what == "src" and opname in ("recv", "irecv"):
+        if what == "src" and opname in ("recv", "irecv", "recv_object_list"):
             return -1
         raise ValueError(f"{opname}: Must specify {what} or group_{what}")
     return pg._group_rank(global_rank, opname)
@@ -486,11 +486,14 @@ def gather(tensor: Tensor, gather_list: list[Tensor] | None = None, dst: int | N
                              "ranks.")
         req = pg._comm.Igatherv(send, None, root=root)
         return _run(Work([req]), async_op)
-    if gather_list is None:
+    if not gather_list:
         raise ValueError("Argument ``gather_list`` must be specified on destination rank.")
     _check_tensor_list(gather_list, "gather_list")
     _count(pg, "gather", "gather_list", gather_list, pg.size())
     _same_dtype("gather", [tensor, *gather_list])
+    if gather_list[root].numel() != tensor.numel():  # MPI would truncate it silently
+        raise ValueError(f"gather: gather_list[{root}] has {gather_list[root].numel()} elements "
+                         f"but this rank's tensor has {tensor.numel()}")
     counts, displs = _layout(gather_list)
     flat = _empty(sum(counts), send)
     req = pg._comm.Igatherv(send, [flat, counts, displs, None], root=root)
@@ -516,7 +519,7 @@ def scatter(tensor: Tensor, scatter_list: list[Tensor] | None = None, src: int |
                              "ranks.")
         req = pg._comm.Iscatterv(None, recv.reshape(-1), root=root)
         return _run(Work([req], lambda: _store(tensor, recv, own), [tensor]), async_op)
-    if scatter_list is None:
+    if not scatter_list:
         raise ValueError("Argument ``scatter_list`` must be specified on source rank.")
     _check_tensor_list(scatter_list, "scatter_list")
     _count(pg, "scatter", "scatter_list", scatter_list, pg.size())
@@ -654,9 +657,7 @@ def isend(tensor: Tensor, dst: int | None = None, group=None, tag: int = 0,
                          "the rank of the current process.")
     send = _source(tensor)
     req = pg._comm.Isend(send, dest=peer, tag=tag)
-    work = Work([req], None, [tensor])
-    work._outputs = [tensor, send]  # keeps a copied send buffer alive until completion
-    return work
+    return Work([req], None, [tensor])  # (the request keeps a copied send buffer alive)
 
 
 def irecv(tensor: Tensor, src: int | None = None, group=None, tag: int = 0,
