@@ -81,25 +81,33 @@ class DistributedDataParallel(Module):
         if not any(p.requires_grad for _, p in named):
             raise RuntimeError("DistributedDataParallel is not needed when a module doesn't "
                                "have any parameter that requires a gradient.")
-        if device_ids or output_device is not None:
+        if device_ids is not None and len(device_ids) > 1:
+            raise ValueError("device_ids can only be None or contain a single element.")
+        if device_ids or output_device:  # (torch's test: output_device=0 passes)
             devices = {p.device for _, p in named}
             raise ValueError(
                 "DistributedDataParallel device_ids and output_device arguments only work with "
                 "single-device/multiple-device GPU modules or CPU modules, but got device_ids "
                 f"{device_ids}, output_device {output_device}, and module parameters "
                 f"{devices}.")
-        if broadcast_buffers is not None and forward_sync_buffers is None:
-            warnings.warn("`broadcast_buffers` is deprecated. Use `forward_sync_buffers` "
-                          "instead.", FutureWarning, stacklevel=2)
+        if broadcast_buffers is not None:
+            warnings.warn(
+                "Both `broadcast_buffers` and `forward_sync_buffers` were specified. "
+                "`broadcast_buffers` is deprecated and its value is ignored when "
+                "`forward_sync_buffers` is provided." if forward_sync_buffers is not None else
+                "`broadcast_buffers` is deprecated. Use `forward_sync_buffers` instead. "
+                "IMPORTANT: unlike `broadcast_buffers=False`, `forward_sync_buffers=False` still "
+                "syncs buffers at init. If you rely on buffers NOT being synced at init (e.g. "
+                "rank-local buffers), keep using `broadcast_buffers=False` until "
+                "`init_sync_buffers` is available.", FutureWarning, stacklevel=2)
         if check_reduction:
             warnings.warn("The `check_reduction` argument in `DistributedDataParallel` module "
                           "is deprecated. Please avoid using it.", FutureWarning, stacklevel=2)
-        if forward_sync_buffers is not None:
-            self.forward_sync_buffers = init_buffers = forward_sync_buffers
+        if forward_sync_buffers is not None:  # as torch: buffers are still synced at init
+            self.forward_sync_buffers, init_buffers = forward_sync_buffers, True
         else:
             self.forward_sync_buffers = init_buffers = \
                 True if broadcast_buffers is None else broadcast_buffers
-        self.broadcast_buffers = self.forward_sync_buffers
         self.module = module
         self.device_ids = self.output_device = None
         self.dim = dim
@@ -128,6 +136,15 @@ class DistributedDataParallel(Module):
         self._hook_handles = [p.register_post_accumulate_grad_hook(_grad_ready_hook(ref, i))
                               for i, p in enumerate(self._params)]
 
+    @property
+    def broadcast_buffers(self) -> bool:
+        """torch's deprecated name for ``forward_sync_buffers``."""
+        return self.forward_sync_buffers
+
+    @broadcast_buffers.setter
+    def broadcast_buffers(self, value: bool) -> None:
+        self.forward_sync_buffers = value
+
     # -------------------------------------------------------------------- buckets
     def _assign_buckets(self) -> list[_Bucket]:
         """Reverse registration order, one dtype per bucket, the first capped at 1 MiB."""
@@ -148,7 +165,10 @@ class DistributedDataParallel(Module):
             buckets.append(_Bucket(idx, sizes, dtype))
         return buckets
 
-    def _reset(self) -> None:
+    def _reset(self, armed: bool = False) -> None:
+        # armed: a forward with gradient sync on has run since the last reduction; as in
+        # torch, only the first backward after such a forward is averaged
+        self._armed = armed
         self._ready = [False] * len(self._params)
         for bucket in self._buckets:
             bucket.pending = len(bucket.params)
@@ -157,7 +177,7 @@ class DistributedDataParallel(Module):
         self._in_backward = False
 
     def _grad_ready(self, i: int) -> None:
-        if not self.require_backward_grad_sync or self._ready[i]:
+        if not self._armed or self._ready[i]:
             return
         if not self._in_backward:
             self._in_backward = True
@@ -249,13 +269,18 @@ class DistributedDataParallel(Module):
             if buffers:
                 _broadcast_coalesced(buffers, self.process_group)
         if is_grad_enabled() and self.require_backward_grad_sync:
-            self._reset()
-        return self.module(*inputs, **kwargs)
+            self._reset(armed=True)
+            sync_next = True
+        else:  # as torch: a forward under no_grad or no_sync skips the next buffer sync
+            sync_next = False
+        out = self.module(*inputs, **kwargs)
+        self.require_forward_param_sync = sync_next
+        return out
 
     @contextlib.contextmanager
     def no_sync(self):
         """Inside, backward accumulates gradients locally without all-reducing them; the
-        first backward after it averages the accumulated gradients."""
+        backward of the first forward run outside it averages the accumulated gradients."""
         old = self.require_backward_grad_sync
         self.require_backward_grad_sync = False
         try:
