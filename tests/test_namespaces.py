@@ -627,8 +627,10 @@ def test_data_parallel_function_raises_like_torch(torch):
     _raises_like(lambda: torch.nn.parallel.data_parallel(torch.nn.Linear(1, 1),
                                                          torch.ones(1, 1)),
                  lambda: data_parallel(ember.nn.Linear(1, 1), ember.ones(1, 1)))
-    with pytest.raises(AttributeError, match="torch.distributed"):
-        _ = ember.nn.parallel.DistributedDataParallel
+    assert ember.nn.parallel.DistributedDataParallel.__module__ == \
+        "ember.nn.parallel.distributed"
+    with pytest.raises(AttributeError, match="DistributedDataParallel across processes"):
+        _ = ember.nn.parallel.replicate
 
 
 # ----------------------------------------------------------------------------- import cost

@@ -17,7 +17,8 @@ _NOT_YET = {"replicate", "scatter", "parallel_apply", "gather"}
 
 
 def __getattr__(name: str):
-    if name in _NOT_YET:  # torch's names that need devices or torch.distributed
-        raise AttributeError(f"module 'ember.nn.parallel' has no attribute '{name}': ember has "
-                             f"no torch.distributed support or multi-device backend yet")
+    if name in _NOT_YET:  # torch's single-process multi-device helpers
+        raise AttributeError(f"module 'ember.nn.parallel' has no attribute '{name}': it spreads "
+                             f"work over several devices of one process, and ember has one "
+                             f"device; use DistributedDataParallel across processes")
     raise AttributeError(f"module 'ember.nn.parallel' has no attribute '{name}'")
