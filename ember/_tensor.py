@@ -53,10 +53,11 @@ class Size(tuple):
 class _Extra:
     """Rarely used per-tensor state, allocated on first use to keep Tensor creation cheap."""
 
-    __slots__ = ("hooks", "inference", "name", "post_acc_hooks", "retains_grad")
+    __slots__ = ("hooks", "inference", "name", "post_acc_hooks", "retains_grad", "tangent")
 
     def __init__(self) -> None:
         self.hooks = None
+        self.tangent = None  # forward-mode AD's tangent (autograd/forward_ad.py)
         self.retains_grad = False
         self.post_acc_hooks = None
         self.inference = False

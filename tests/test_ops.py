@@ -190,6 +190,100 @@ def test_gradgradcheck(case, i, sample):
     assert ember.autograd.gradgradcheck(fn, leaves)
 
 
+# --------------------------------------------------------------------------- forward mode
+
+
+def _forward_params() -> list:
+    out = []
+    for c in OPS:
+        if not c.grad:
+            continue
+        for i, s in enumerate(c.samples):
+            inputs = materialize(c, i, s, "float64")
+            if _diff_positions(c, inputs):
+                out.append(pytest.param(c, i, s, id=f"{c.name}-{i}"))
+    return out
+
+
+FORWARD_CASES = _forward_params()
+
+
+def _jvp(m, case, inputs, diff, kwargs, tangents):
+    """Outputs and their tangents, with the differentiable inputs made dual."""
+    fw = m.autograd.forward_ad
+    with fw.dual_level():
+        args = [a.tensor(m) if isinstance(a, Input) else a for a in inputs]
+        for k, t in zip(diff, tangents):
+            args[k] = fw.make_dual(args[k], m.from_numpy(t.copy()).to(args[k].device))
+        outs = tensors_of(case.fn(m, *args, **kwargs))
+        return [(o, fw.unpack_dual(o).tangent) if isinstance(o, m.Tensor) else (o, None)
+                for o in outs]
+
+
+def _tangents(case, i, inputs, diff) -> list:
+    rng = np.random.default_rng(case.seed(i) + 2)
+    return [rng.standard_normal(inputs[k].spec.shape) for k in diff]
+
+
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize("case, i, sample", FORWARD_CASES)
+def test_forward_mode_matches_torch(case, i, sample, torch):
+    """Each op's tangent (its Jacobian-vector product) under forward-mode AD, in float64,
+    against torch's ``forward_ad`` for the same random tangents. Where torch has no forward
+    rule (it raises, or gives no tangent), the finite-difference test below still checks
+    ember's. Samples at kinks, ties and singular points (``gradcheck=False``) are skipped:
+    there torch's own forward and backward formulas disagree."""
+    inputs = materialize(case, i, sample, "float64")
+    diff = _diff_positions(case, inputs)
+    if not all(inputs[k].base.size for k in diff):
+        return  # outputs of empty inputs are constants: ember's tangent is 0, torch's varies
+    tangents = _tangents(case, i, inputs, diff)
+    try:
+        t_res = _jvp(torch, case, inputs, diff, sample.kwargs, tangents)
+    except (RuntimeError, TypeError, IndexError, ValueError, NotImplementedError):
+        return
+    e_res = _jvp(ember, case, inputs, diff, sample.kwargs, tangents)
+    assert len(e_res) == len(t_res)
+    for k, ((e, e_t), (t, t_t)) in enumerate(zip(e_res, t_res)):
+        if not isinstance(t, torch.Tensor) or not t.dtype.is_floating_point:
+            continue
+        if t_t is None or not sample.gradcheck:
+            continue
+        assert e_t is not None, f"output {k}: ember gives no tangent"
+        if t_t._is_zerotensor():
+            t_t = torch.zeros_like(t)
+        assert_close(e_t, t_t, f"tangent of output {k}", grad=True)
+
+
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize("case, i, sample", [p for p in FORWARD_CASES
+                                             if p.values[2].gradcheck and p.values[0].gradcheck])
+def test_forward_mode_finite_differences(case, i, sample):
+    """Each tangent against central differences along the same direction, in float64."""
+    inputs = materialize(case, i, sample, "float64")
+    if not all(a.base.size for a in inputs if isinstance(a, Input)):
+        return
+    diff = _diff_positions(case, inputs)
+    tangents = _tangents(case, i, inputs, diff)
+    res = _jvp(ember, case, inputs, diff, sample.kwargs, tangents)
+    eps = 1e-6
+
+    def at(sign):
+        args = [a.tensor(ember) if isinstance(a, Input) else a for a in inputs]
+        for k, t in zip(diff, tangents):
+            args[k] = args[k] + sign * eps * ember.from_numpy(t.copy()).to(args[k].device)
+        return tensors_of(case.fn(ember, *args, **sample.kwargs))
+
+    plus, minus = at(1), at(-1)
+    for k, ((o, tangent), p, q) in enumerate(zip(res, plus, minus)):
+        if not isinstance(o, ember.Tensor) or not o.dtype.is_floating_point:
+            continue
+        numeric = (p.detach().cpu().numpy() - q.detach().cpu().numpy()) / (2 * eps)
+        got = np.zeros_like(numeric) if tangent is None else tangent.detach().cpu().numpy()
+        np.testing.assert_allclose(got, numeric, rtol=1e-4, atol=1e-5,
+                                   err_msg=f"tangent of output {k}")
+
+
 # --------------------------------------------------------------------------- type promotion
 
 

@@ -36,7 +36,7 @@ Variable._execution_engine = engine
 
 def __getattr__(name: str):
     # Heavy or rarely used parts load on first use, keeping ``import ember`` fast.
-    if name in ("functional", "profiler"):
+    if name in ("functional", "profiler", "forward_ad"):
         return importlib.import_module("." + name, __name__)
     raise AttributeError(f"module 'ember.autograd' has no attribute '{name}'")
 

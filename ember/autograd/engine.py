@@ -22,6 +22,7 @@ from heapq import heappop, heappush, heappushpop
 from .._backend import FLOAT_KINDS, from_numpy_dtype, generic, host, is_array, ndarray, xp_of
 from .._tensor import Tensor
 from .anomaly_mode import AnomalyMode, report_forward_trace
+from .forward_ad import state as _fw_state
 from .grad_mode import state as _grad_state
 from .graph import (
     AccumulateGrad,
@@ -136,7 +137,9 @@ def run_backward(outputs: list[Tensor], grads: list[Tensor], keep_graph: bool,
     those in ``inputs`` if given). Without it (``autograd.grad``) the gradients of ``inputs``
     are returned instead, in order, None for an input the graph does not reach.
     """
-    raw = not create_graph
+    # (gradients flow as Tensors while a forward-AD level is open: their tangents are what
+    # forward-over-reverse computes)
+    raw = not create_graph and not _fw_state.active
     root_edges = [t._edge() for t in outputs]
     deps, targets, needed = _plan([e[0] for e in root_edges], inputs)
     buffers: dict = {}

@@ -13,6 +13,8 @@ import functools
 from .._backend import FLOAT_KINDS, host, xp_of
 from .._tensor import Tensor, _make
 from .anomaly_mode import AnomalyMode, capture_trace
+from .forward_ad import set_tangent, tangent_of
+from .forward_ad import state as _fw_state
 from .grad_mode import no_grad
 from .grad_mode import state as _grad_state
 from .graph import Node
@@ -123,6 +125,12 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
 
     vjp = backward
 
+    @staticmethod
+    def jvp(ctx, *grad_inputs):
+        """The forward-mode rule: output tangents from input tangents (torch's ``jvp``)."""
+        raise NotImplementedError("You must implement the jvp function for custom "
+                                  "autograd.Function to use it with forward mode AD.")
+
     @classmethod
     def apply(cls, *args, **kwargs):
         """Run ``forward`` and, if any tensor input requires grad, record this function's node."""
@@ -139,12 +147,20 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
         node._saved_versions = ()
         node._saved_out = None
         uses_setup = cls.setup_context is not Function.setup_context
-        with no_grad():
-            if uses_setup:
-                output = cls.forward(*args, **kwargs)
-                cls.setup_context(node, args, output)
-            else:
-                output = cls.forward(node, *args, **kwargs)
+        # forward mode: forward runs on the primals only, and ``jvp`` gives the tangents
+        dual = _fw_state.active and any(tangent_of(a) is not None for a in args)
+        if dual:
+            _fw_state.active = False
+        try:
+            with no_grad():
+                if uses_setup:
+                    output = cls.forward(*args, **kwargs)
+                    cls.setup_context(node, args, output)
+                else:
+                    output = cls.forward(node, *args, **kwargs)
+        finally:
+            if dual:
+                _fw_state.active = True
         is_tuple = isinstance(output, tuple)
         outputs = list(output) if is_tuple else [output]
         recording = any(needs)
@@ -198,9 +214,29 @@ class Function(FunctionCtx, metaclass=FunctionMeta):
             node._saved = tuple(node._to_save)
             node._saved_versions = tuple(t._vc[0] if isinstance(t, Tensor) else None
                                          for t in node._to_save)
+        if dual:
+            _function_jvp(cls, node, args, outputs)
         # the node must not hold its outputs (a reference cycle): drop what forward handed it
         node._to_save = node._dirty = node._non_differentiable = ()
+        node._saved_for_forward = ()
         return tuple(outputs) if is_tuple else outputs[0]
+
+
+def _function_jvp(cls, node, args, outputs: list) -> None:
+    """Give a custom Function's outputs the tangents its ``jvp`` computes."""
+    tangents = [tangent_of(a) if isinstance(a, Tensor) else None for a in args]
+    _fw_state.active = False
+    try:
+        result = cls.jvp(node, *tangents)
+    finally:
+        _fw_state.active = True
+    results = result if isinstance(result, tuple) else (result,)
+    if len(results) != len(outputs):
+        raise RuntimeError(f"{cls.__name__}.jvp returned {len(results)} tangents, but forward "
+                           f"returned {len(outputs)} outputs")
+    for o, t in zip(outputs, results):
+        if isinstance(o, Tensor) and isinstance(t, Tensor):
+            set_tangent(o, t)
 
 
 class InplaceFunction(Function):

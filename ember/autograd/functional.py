@@ -98,7 +98,23 @@ def jvp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):
 
 def jacobian(func, inputs, create_graph: bool = False, strict: bool = False,
              vectorize: bool = False, strategy: str = "reverse-mode"):
-    """``torch.autograd.functional.jacobian``: shape ``out.shape + in.shape`` per pair."""
+    """``torch.autograd.functional.jacobian``: shape ``out.shape + in.shape`` per pair.
+
+    ``strategy="forward-mode"`` (with ``vectorize=True``, as torch requires) builds it column
+    by column from forward-mode AD: one pass per input element, each with a basis tangent.
+    """
+    if strategy not in ("forward-mode", "reverse-mode"):
+        raise AssertionError(
+            'Expected strategy to be either "forward-mode" or "reverse-mode". Hint: If your '
+            'function has more outputs than inputs, "forward-mode" tends to be more performant. '
+            'Otherwise, prefer to use "reverse-mode".')
+    if strategy == "forward-mode":
+        if create_graph:
+            raise NotImplementedError(
+                "torch.autograd.functional.jacobian: `create_graph=True` and "
+                '`strategy="forward-mode"` are not supported together (yet). Please either set '
+                '`create_graph=False` or `strategy="reverse-mode"`.')
+        return _jacfwd(func, inputs, strict, vectorize)
     inputs, is_tuple = _tuple(inputs)
     with enable_grad():
         ins = _prepare(inputs, create_graph)
@@ -126,15 +142,73 @@ def jacobian(func, inputs, create_graph: bool = False, strict: bool = False,
     return tuple(jac) if out_tuple else jac[0]
 
 
+def _jacfwd(func, inputs, strict: bool, vectorize: bool):
+    """The Jacobian by forward-mode AD (``jacobian(strategy="forward-mode")``)."""
+    from . import forward_ad as fw
+
+    if strict:
+        raise RuntimeError("torch.autograd.functional.jacobian: `strict=True` and "
+                           '`strategy="forward-mode"` are not supported together (yet). Please '
+                           'either set `strict=False` or `strategy="reverse-mode"`.')
+    if not vectorize:
+        raise NotImplementedError("Computing Jacobian using forward-AD or forward-over-reverse "
+                                  "Hessian isonly implemented for `vectorize=True`.")
+    inputs, is_tuple = _tuple(inputs)
+    columns = None  # per output, per input: the tangents, one per input element
+    out_tuple = False
+    for k, x in enumerate(inputs):
+        for e in range(x.numel()):
+            with fw.dual_level():
+                duals = []
+                for j, y in enumerate(inputs):
+                    t = xp_of(y._data).zeros(y._data.size, dtype=y._data.dtype)
+                    if j == k:
+                        t[e] = 1
+                    duals.append(fw.make_dual(y, _make(t.reshape(y._data.shape))))
+                outs, out_tuple = _tuple(func(*duals))
+                tangents = []
+                for o in outs:
+                    t = fw.unpack_dual(o).tangent
+                    tangents.append((t if t is not None else _zeros_of(o)).detach())
+                primals = [o.detach() for o in outs]
+            if columns is None:
+                columns = [[[] for _ in inputs] for _ in outs]
+            for i, t in enumerate(tangents):
+                columns[i][k].append(t)
+    if columns is None:  # no input elements at all: run once for the outputs' shapes
+        outs, out_tuple = _tuple(func(*inputs))
+        primals = [o.detach() for o in outs]
+        columns = [[[] for _ in inputs] for _ in outs]
+    jac = []
+    for i, o in enumerate(primals):
+        per_input = []
+        for k, x in enumerate(inputs):
+            shape = tuple(o.shape) + tuple(x.shape)
+            cols = columns[i][k]
+            if cols:  # each column is d out / d x_e: stack them last, then shape them
+                per_input.append(stack(cols, -1).reshape(shape))
+            else:
+                per_input.append(zeros(shape, dtype=o.dtype, device=o.device))
+        jac.append(tuple(per_input) if is_tuple else per_input[0])
+    return tuple(jac) if out_tuple else jac[0]
+
+
 def hessian(func, inputs, create_graph: bool = False, strict: bool = False,
             vectorize: bool = False, outer_jacobian_strategy: str = "reverse-mode"):
-    """``torch.autograd.functional.hessian`` of a scalar function."""
+    """``torch.autograd.functional.hessian`` of a scalar function; with
+    ``outer_jacobian_strategy="forward-mode"`` (and ``vectorize=True``) the outer Jacobian is
+    forward-over-reverse."""
+    if outer_jacobian_strategy not in ("forward-mode", "reverse-mode"):
+        raise AssertionError('Expected strategy to be either "forward-mode" or "reverse-mode".')
     inputs, is_tuple = _tuple(inputs)
 
     def jac_fn(*ins):
+        if outer_jacobian_strategy == "forward-mode":
+            ins = tuple(t.requires_grad_(True) for t in ins)
         return jacobian(func, ins if is_tuple else ins[0], create_graph=True)
 
-    return jacobian(jac_fn, inputs if is_tuple else inputs[0], create_graph=create_graph)
+    return jacobian(jac_fn, inputs if is_tuple else inputs[0], create_graph=create_graph,
+                    strict=strict, vectorize=vectorize, strategy=outer_jacobian_strategy)
 
 
 def vhp(func, inputs, v=None, create_graph: bool = False, strict: bool = False):

@@ -19,6 +19,8 @@ import sys
 from .._backend import as_array, from_numpy_dtype, host, ndarray
 from .._tensor import Tensor, _make
 from ..utils.hooks import HookDict, add_hook
+from .forward_ad import _OUTPUT_TANGENTS, set_tangent
+from .forward_ad import state as _fw_state
 
 _sequence = itertools.count()
 next_sequence_nr = _sequence.__next__
@@ -169,6 +171,10 @@ class Node:
         t = _make(data, self)
         t._vc = counter
         t._output_nr = nr
+        if _fw_state.active and nr == 0:  # forward-over-reverse: the output's tangent too
+            tangent = _OUTPUT_TANGENTS.get(self)
+            if tangent is not None:
+                set_tangent(t, tangent)
         return t
 
     def _unpack_output(self):

@@ -21,6 +21,8 @@ from .._backend import FLOAT_KINDS, as_array, from_numpy_dtype, host, ndarray, x
 from .._backend import dtypes as _dt
 from .._tensor import Tensor, _make, _refresh_view
 from ..autograd.anomaly_mode import AnomalyMode, capture_trace
+from ..autograd.forward_ad import propagate as _propagate
+from ..autograd.forward_ad import state as _fw_state
 from ..autograd.grad_mode import state as _grad_state
 from ..autograd.graph import INFERENCE_SAVE_ERROR, Node, _op_name, next_sequence_nr
 from ..autograd.record import (
@@ -93,11 +95,17 @@ class Op(Node):
             raise err from None
         if type(out) is not ndarray:
             out = as_array(out)
+        result = None
         if _grad_state.grad_enabled:
             for x in inputs:
                 if isinstance(x, Tensor) and x._requires_grad:
-                    return record_op(node, inputs, out)
-        return _make(out)
+                    result = record_op(node, inputs, out)
+                    break
+        if result is None:
+            result = _make(out)
+        if _fw_state.active:
+            _propagate(node, inputs, result)
+        return result
 
 
 def record_op(node: Op, inputs, out) -> Tensor:
@@ -105,13 +113,37 @@ def record_op(node: Op, inputs, out) -> Tensor:
     return record(node, inputs, (out,), tuple([inputs[i] for i in node.save_inputs]))[0]
 
 
+def is_dual(*xs) -> bool:
+    """Whether a forward-AD level is open and one of ``xs`` carries a tangent: an op with a
+    path of its own for unrecorded calls must then build its node anyway (``op_result``)."""
+    if not _fw_state.active:
+        return False
+    for x in xs:
+        if isinstance(x, Tensor) and x._extra is not None and x._extra.tangent is not None:
+            return True
+    return False
+
+
+def op_result(node: Op, inputs, out, recording: bool) -> Tensor:
+    """``out`` as the op's result: recorded by ``node`` if ``recording``, and given its tangent
+    while a forward-AD level is open."""
+    result = record_op(node, inputs, out) if recording else _make(out)
+    if _fw_state.active:
+        _propagate(node, inputs, result)
+    return result
+
+
 def record_outputs(node: Op, inputs, outs) -> tuple:
     """The arrays ``outs`` of one multi-output ``node`` as Tensors (recorded if grad is needed:
     one node for all, whose backward receives one gradient per output)."""
     outs = [o if type(o) is ndarray else as_array(o) for o in outs]
     if needs_recording(inputs, _grad_state.grad_enabled):
-        return tuple(record(node, inputs, outs, tuple([inputs[i] for i in node.save_inputs])))
-    return tuple(_make(o) for o in outs)
+        result = tuple(record(node, inputs, outs, tuple([inputs[i] for i in node.save_inputs])))
+    else:
+        result = tuple(_make(o) for o in outs)
+    if _fw_state.active:
+        _propagate(node, inputs, result)
+    return result
 
 
 # NOTE: the unary and binary forms below inline ``link``/``save``/``emit`` of
@@ -129,8 +161,12 @@ def apply1(cls, x: Tensor, *params) -> Tensor:
     if type(out) is not ndarray:
         out = as_array(out)
     if x._requires_grad and _grad_state.grad_enabled:
-        return _record1(node, x, out)
-    return _make(out)
+        result = _record1(node, x, out)
+    else:
+        result = _make(out)
+    if _fw_state.active:
+        _propagate(node, (x,), result)
+    return result
 
 
 def _record1(node: Op, x: Tensor, out) -> Tensor:
@@ -260,8 +296,12 @@ class BinaryOp(Op):
         if type(out) is not ndarray:
             out = as_array(out)
         if (a._requires_grad or (tb and b._requires_grad)) and _grad_state.grad_enabled:
-            return _record2(node, a, b, True, tb, out)
-        return _make(out)
+            result = _record2(node, a, b, True, tb, out)
+        else:
+            result = _make(out)
+        if _fw_state.active:
+            _propagate(node, (a, b), result)
+        return result
 
 
 def _forward_error(exc: Exception, a, b, ad, bd) -> RuntimeError | None:
@@ -313,8 +353,12 @@ def _apply_promoted(cls, node: Op, a, b, ta: bool, tb: bool, params) -> Tensor:
     if low is not None and out.dtype == host.float32:
         out = out.astype(low)
     if ((ta and a._requires_grad) or (tb and b._requires_grad)) and _grad_state.grad_enabled:
-        return _record2(node, a, b, ta, tb, out)
-    return _make(out)
+        result = _record2(node, a, b, ta, tb, out)
+    else:
+        result = _make(out)
+    if _fw_state.active:
+        _propagate(node, (a, b), result)
+    return result
 
 
 def _record2(node: Op, a, b, ta: bool, tb: bool, out) -> Tensor:

@@ -29,6 +29,11 @@ class EmbeddingBackward0(Op):
     def backward(self, grad):
         return apply1(EmbeddingDenseBackward0, grad, self.idx, self.coef, self.num)
 
+    def jvp(self, tangents, inputs, out):
+        # the rows of the weight's tangent: padding_idx and scale_grad_by_freq shape only the
+        # backward, as in torch, so this is not derived from it
+        return apply1(EmbeddingBackward0, tangents[0], self.idx, None)
+
 
 class EmbeddingDenseBackward0(Op):
     """The scatter-add of embedding's backward; its own derivative is the gather back."""

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from .._backend import host, xp_of
 from .._tensor import Tensor, _make, _refresh_view
+from ..autograd.forward_ad import set_tangent, tangent_of
+from ..autograd.forward_ad import state as _fw_state
 from ..autograd.grad_mode import state as _grad_state
 from ..autograd.graph import next_sequence_nr
 from ._op import Op, _check_cast
@@ -85,18 +87,45 @@ def inplace(self: Tensor, fn, *args, **kwargs) -> Tensor:
     if not _grad_state.grad_enabled:
         result = fn(self, *args, **kwargs)
         _write(self, result._data, getattr(fn, "__name__", "op"))
+        if _fw_state.active:
+            _write_tangent(self, tangent_of(result))
         return self
     needs_graph = self._requires_grad or any(
         isinstance(a, Tensor) and a._requires_grad for a in args)
     if not needs_graph:
         result = fn(self, *args, **kwargs)
         _write(self, result._data, getattr(fn, "__name__", "op"))
+        if _fw_state.active:
+            _write_tangent(self, tangent_of(result))
         return self
     snap = _snapshot(self)
+    if _fw_state.active:
+        set_tangent(snap, tangent_of(self))
     result = fn(snap, *args, **kwargs)
     _write(self, result._data, getattr(fn, "__name__", "op"))
     _rebase_history(self, result, snap)
+    if _fw_state.active:
+        _write_tangent(self, tangent_of(result))
     return self
+
+
+def _write_tangent(self: Tensor, tangent) -> None:
+    """After an in-place op under forward AD: ``self``'s new tangent, written through to its
+    base's tangent when ``self`` is a view (the base changed with it, as in torch)."""
+    base = self._base
+    if base is None or self._view is None or (tangent is None and tangent_of(base) is None):
+        set_tangent(self, tangent)
+        return
+    _fw_state.active = False  # the tangent bookkeeping carries no tangents of its own
+    try:
+        bt = tangent_of(base)
+        bt = _make(xp_of(base._data).zeros_like(base._data)) if bt is None else bt.clone()
+        view_t = replay_view(bt, self._view)
+        view_t.copy_(tangent if tangent is not None else view_t * 0)
+    finally:
+        _fw_state.active = True
+    set_tangent(base, bt)
+    set_tangent(self, view_t)
 
 
 def _rebase_history(self: Tensor, result: Tensor, snap: Tensor) -> None:

@@ -13,9 +13,10 @@ from collections import namedtuple
 
 from .._backend import FLOAT_KINDS, host, xp_of
 from .._tensor import Tensor, _make
+from ..autograd.forward_ad import propagate as propagate_tangents
 from ..autograd.grad_mode import state as _grad_state
 from ..autograd.record import needs_recording, record
-from ._op import Op
+from ._op import Op, is_dual
 from .arithmetic import scalar_name
 from .products import matmul
 from .shape import cat
@@ -131,12 +132,18 @@ def _apply_multi(cls, inputs: tuple, params: tuple = (), differentiable=None) ->
     if needs_recording(inputs, _grad_state.grad_enabled):
         node.outs = outs
         diff = [k == 0 or differentiable is None or k in differentiable for k in range(len(outs))]
-        return record(node, inputs, outs, tuple([inputs[i] for i in node.save_inputs]), diff)
-    return [_make(o) for o in outs]
+        result = record(node, inputs, outs, tuple([inputs[i] for i in node.save_inputs]), diff)
+    else:
+        result = [_make(o) for o in outs]
+    if is_dual(*inputs):
+        node.outs = outs
+        propagate_tangents(node, inputs, tuple(result))
+    return result
 
 
 def _needs_grad(*ts: Tensor) -> bool:
-    return _grad_state.grad_enabled and any(t._requires_grad for t in ts)
+    """Whether the op must run through its node: for a gradient, or a forward-AD tangent."""
+    return (_grad_state.grad_enabled and any(t._requires_grad for t in ts)) or is_dual(*ts)
 
 
 # --------------------------------------------------------------------------- inverse, det

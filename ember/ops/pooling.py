@@ -23,7 +23,7 @@ import math
 from .._backend import FLOAT_KINDS, device_of, host, ndarray, xp_of
 from .._tensor import Tensor, _make
 from ..autograd.grad_mode import state as _grad_state
-from ._op import Op, apply1
+from ._op import Op, apply1, is_dual
 from ._registry import register
 from .vision import AxisMap, _shape_str, apply_maps, ntuple, pad_array, scalar_type_name, windows
 
@@ -453,7 +453,7 @@ def _max_pool(input, nd, kernel_size, stride, padding, dilation, ceil_mode,
         out = _check_pool3d(shape, kernel, stride, padding, dilation, ceil_mode,
                             "max_pool3d_with_indices_out_cpu_template()")
     a = input._data
-    record = input._requires_grad and _grad_state.grad_enabled
+    record = (input._requires_grad and _grad_state.grad_enabled) or is_dual(input)
     if _tiles(a, kernel, stride, padding, dilation, out):
         vals, arg = _window_max(a, kernel, out, with_indices or record)
         if arg is not None or not (with_indices or record):

@@ -8,7 +8,7 @@ from .._backend import FLOAT_KINDS, host, xp_of
 from .._backend import dtypes as _dt
 from .._tensor import Tensor, _make, _wrap_dim
 from ..autograd.grad_mode import state as _grad_state
-from ._op import Op, apply1, record_op
+from ._op import Op, apply1, op_result
 from ._registry import register
 from .indexing import ValueSelectingReductionBackward0
 
@@ -176,9 +176,8 @@ def _cum_extreme(cls, input: Tensor, dim: int, ufunc: str, result):
     d = _wrap_dim(dim, input._data.ndim)
     node = object.__new__(cls)
     values = node.forward(input._data, d, ufunc)
-    if input._requires_grad and _grad_state.grad_enabled:
-        return result(record_op(node, (input,), values), _make(node.idx))
-    return result(_make(values), _make(node.idx))
+    recording = input._requires_grad and _grad_state.grad_enabled
+    return result(op_result(node, (input,), values, recording), _make(node.idx))
 
 
 @register

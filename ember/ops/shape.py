@@ -17,9 +17,10 @@ import warnings
 
 from .._backend import host, result_type, to_dtype, xp_of
 from .._tensor import Size, Tensor, _make, _wrap_dim
+from ..autograd.forward_ad import propagate as propagate_tangents
 from ..autograd.grad_mode import state as _grad_state
 from ..autograd.record import mark_view, needs_recording, record
-from ._op import Op, apply1, write_out
+from ._op import Op, apply1, is_dual, write_out
 from ._registry import register
 
 # --------------------------------------------------------------------------- views
@@ -504,13 +505,16 @@ def unbind(input: Tensor, dim: int = 0) -> tuple:
     recorded = bool(pieces) and needs_recording((input,), _grad_state.grad_enabled)
     select = (MULTI_OUTPUT_NODES if recorded else _BASIC_NODES)["SelectBackward0"]
     steps = [(select, (k,)) for k in keys]  # views: in-place writes reach the input
+    node = object.__new__(UnbindBackward0)
+    node.dim, node.shape = d, a.shape
     if recorded:
-        node = object.__new__(UnbindBackward0)
-        node.dim, node.shape = d, a.shape
-        return tuple(record(node, (input,), pieces, view_of=input, view_steps=steps))
-    outs = [_make(p) for p in pieces]
-    for t, step in zip(outs, steps):
-        mark_view(t, input, step)
+        outs = record(node, (input,), pieces, view_of=input, view_steps=steps)
+    else:
+        outs = [_make(p) for p in pieces]
+        for t, step in zip(outs, steps):
+            mark_view(t, input, step)
+    if is_dual(input):
+        propagate_tangents(node, (input,), tuple(outs))
     return tuple(outs)
 
 
@@ -787,13 +791,16 @@ def _split_views(input: Tensor, d: int, sizes: list, cls) -> tuple:
     recorded = needs_recording((input,), _grad_state.grad_enabled)
     step = (MULTI_OUTPUT_NODES if recorded else _BASIC_NODES)["SliceBackward0"]
     steps = [(step, (k,)) for k in keys]  # views: in-place writes reach the input
+    node = object.__new__(cls)
+    node.dim, node.sizes, node.shape = d, list(sizes), a.shape
     if recorded:
-        node = object.__new__(cls)
-        node.dim, node.sizes, node.shape = d, list(sizes), a.shape
-        return tuple(record(node, (input,), pieces, view_of=input, view_steps=steps))
-    outs = [_make(p) for p in pieces]
-    for t, st in zip(outs, steps):
-        mark_view(t, input, st)
+        outs = record(node, (input,), pieces, view_of=input, view_steps=steps)
+    else:
+        outs = [_make(p) for p in pieces]
+        for t, st in zip(outs, steps):
+            mark_view(t, input, st)
+    if is_dual(input):
+        propagate_tangents(node, (input,), tuple(outs))
     return tuple(outs)
 
 

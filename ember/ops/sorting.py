@@ -14,7 +14,7 @@ from .._backend import FLOAT_KINDS, host, xp_of
 from .._backend.dtypes import _FROM_NP
 from .._tensor import Tensor, _make, _wrap_dim
 from ..autograd.grad_mode import state as _grad_state
-from ._op import Op, record_op, record_outputs
+from ._op import Op, is_dual, op_result, record_op, record_outputs
 from ._registry import register
 from .arithmetic import scalar_name
 from .indexing import _scatter_into
@@ -97,10 +97,11 @@ def _select(cls, result, input: Tensor, values, idx, dim: int, keepdim: bool = T
     """(values, indices) (arrays) as ``result``, values recorded by a ``cls`` node if grad is
     needed."""
     indices = _make(idx.astype(host.int64, copy=False))
-    if input._requires_grad and _grad_state.grad_enabled:
+    recording = input._requires_grad and _grad_state.grad_enabled
+    if recording or is_dual(input):
         node = object.__new__(cls)
         out = node.forward(input._data, values, indices._data, dim, keepdim)
-        return result(record_op(node, (input,), out), indices)
+        return result(op_result(node, (input,), out, recording), indices)
     return result(_make(values), indices)
 
 
@@ -236,9 +237,10 @@ def _median_all(input: Tensor, ignore_nan: bool) -> Tensor:
     else:
         value, _ = _median_dim(_make(flat), 0, False, ignore_nan)
         value = value._data
-    if input._requires_grad and _grad_state.grad_enabled:
+    recording = input._requires_grad and _grad_state.grad_enabled
+    if recording or is_dual(input):
         node = object.__new__(NanmedianBackward0 if ignore_nan else MedianBackward0)
-        return record_op(node, (input,), node.forward(a, value))
+        return op_result(node, (input,), node.forward(a, value), recording)
     return _make(value)
 
 

@@ -11,6 +11,7 @@ import math
 from ..._backend import host
 from ..._tensor import Tensor, _make
 from ...amp import _state as _amp
+from ...autograd.forward_ad import state as _fw_state
 from ...autograd.grad_mode import state as _grad_state
 from ...ops._op import Op, apply1
 from ...ops.arithmetic import _check_tensor, scalar_name
@@ -125,7 +126,8 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
             raise RuntimeError("mat2 must be a matrix, got 1-D tensor")
         return input.matmul(weight) if bias is None else input.matmul(weight) + bias
     if nd == 2 and wd == 2 and bias is not None and not (_grad_state.grad_enabled and (
-            input._requires_grad or weight._requires_grad or bias._requires_grad)):
+            input._requires_grad or weight._requires_grad or bias._requires_grad)) and \
+            not _fw_state.active:
         out = _addmm_no_graph(input._data, weight._data, bias._data)
         if out is not None:
             return _make(out)
