@@ -32,6 +32,7 @@ from . import (
     scans,
     shape,
     sorting,
+    special,
     unary,
     vision,
 )
