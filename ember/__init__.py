@@ -107,7 +107,7 @@ def set_printoptions(*args, **kwargs) -> None:
 _SUBMODULES = frozenset((
     "nn", "optim", "utils", "testing", "linalg", "viz", "backends", "accelerator", "amp", "jit",
     "onnx", "hub", "multiprocessing", "profiler", "serialization", "compiler", "cpu",
-    "distributed",
+    "distributed", "distributions", "special",
 ))
 
 # top-level names defined in a lazily loaded module: name -> module
