@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -138,10 +139,45 @@ def test_tiny_transformer():
     assert out.count("attends most to") == 2
 
 
+def _run_distributed_train(launcher: list[str], checkpoint: Path) -> str:
+    """examples/distributed_train.py is a PyTorch script (``import torch``): run it on ember
+    through ``python -m ember``, under ``launcher`` (nothing for one process, or mpiexec)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    env.setdefault("OPENBLAS_NUM_THREADS", "1")
+    env.setdefault("OMP_NUM_THREADS", "1")
+    cmd = [*launcher, sys.executable, "-m", "ember", str(EXAMPLES / "distributed_train.py"),
+           "--fast", "--checkpoint", str(checkpoint)]
+    proc = subprocess.run(cmd, check=False, cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, (f"{cmd} exited with {proc.returncode}\n"
+                                  f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
+    return proc.stdout
+
+
+@pytest.mark.parametrize("ranks", [1, 2])
+def test_distributed_train(ranks, tmp_path):
+    if importlib.util.find_spec("mpi4py") is None:
+        pytest.skip('distributed_train.py needs mpi4py: pip install "ember[mpi]"')
+    launcher: list[str] = []  # one process started by hand: an MPI singleton, a world of one
+    if ranks > 1:
+        beside = Path(sys.executable).parent / "mpiexec"
+        mpiexec = str(beside) if beside.exists() else shutil.which("mpiexec")
+        if mpiexec is None:
+            pytest.skip('no mpiexec: pip install "ember[mpi]" (the mpich wheel brings it)')
+        launcher = [mpiexec, "-n", str(ranks)]
+    out = _run_distributed_train(launcher, tmp_path / "checkpoint.pt")
+    assert out.startswith(f"{ranks} rank(s), 2048 samples"), out  # rank 0 alone prints
+    assert_losses_fell(out)
+    assert "every rank reloaded the checkpoint: True" in out
+    assert float(re.search(r"test accuracy ([\d.]+)%", out).group(1)) > 50  # chance: 25%
+    assert (tmp_path / "checkpoint.pt").exists()
+
+
 def test_every_example_is_tested():
     tested = {"autograd_basics", "two_layer_net_by_hand", "two_layer_net_autograd",
               "custom_function", "freezing_layers", "hooks", "higher_order_gradients",
-              "digits_cnn", "char_lstm", "tiny_transformer",
+              "digits_cnn", "char_lstm", "tiny_transformer", "distributed_train",
               "fashion_mnist_cnn"}  # tested in its own file by its author
     present = {p.stem for p in EXAMPLES.glob("*.py")}
     assert present <= tested, f"examples without a smoke test: {sorted(present - tested)}"
