@@ -16,6 +16,8 @@ from ._backend.dtypes import (
     bool_ as bool,
 )
 from ._backend.dtypes import (
+    complex64,
+    complex128,
     dtype,
     float16,
     float32,
@@ -28,6 +30,12 @@ from ._backend.dtypes import (
     promote_types,
     set_default_dtype,
     uint8,
+)
+from ._backend.dtypes import (
+    complex64 as cfloat,
+)
+from ._backend.dtypes import (
+    complex128 as cdouble,
 )
 from ._backend.dtypes import (
     float16 as half,
@@ -107,7 +115,7 @@ def set_printoptions(*args, **kwargs) -> None:
 _SUBMODULES = frozenset((
     "nn", "optim", "utils", "testing", "linalg", "viz", "backends", "accelerator", "amp", "jit",
     "onnx", "hub", "multiprocessing", "profiler", "serialization", "compiler", "cpu",
-    "distributed", "distributions", "special",
+    "distributed", "distributions", "special", "fft", "func",
 ))
 
 # top-level names defined in a lazily loaded module: name -> module

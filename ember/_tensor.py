@@ -11,6 +11,7 @@ import warnings
 import weakref
 
 from ._backend import (
+    DIFF_KINDS,
     FLOAT_KINDS,
     data_ptr,
     device_of,
@@ -152,8 +153,10 @@ def _as_array(data, dtype: _dt.dtype | None) -> ndarray:
         return arr.astype(host.int64, copy=False) if arr.dtype != host.uint8 else arr
     if kind == "b":
         return arr
-    if kind == "c":
-        raise NotImplementedError("complex tensors are not supported by ember yet")
+    if kind == "c":  # torch: Python complex -> the default complex dtype (complex64)
+        if arr.dtype.itemsize == 16 and not _has_numpy_complex128(data):
+            return arr.astype(_dt.get_default_dtype().to_complex().np)
+        return arr
     if arr.size == 0 and kind != "O":
         return arr.astype(_dt.get_default_dtype().np)
     raise TypeError(f"Could not infer dtype of {type(data).__name__}")
@@ -165,6 +168,14 @@ def _has_numpy_float64(data) -> bool:
         return data.dtype == host.float64
     if isinstance(data, (list, tuple)):
         return any(_has_numpy_float64(x) for x in data)
+    return False
+
+
+def _has_numpy_complex128(data) -> bool:
+    if isinstance(data, generic):
+        return data.dtype == host.complex128
+    if isinstance(data, (list, tuple)):
+        return any(_has_numpy_complex128(x) for x in data)
     return False
 
 
@@ -319,7 +330,7 @@ class Tensor:
         return self._data.dtype.kind in FLOAT_KINDS
 
     def is_complex(self) -> bool:
-        return False
+        return self._data.dtype.kind == "c"
 
     def is_signed(self) -> bool:
         return self.dtype.is_signed
@@ -392,7 +403,7 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
-        if value and self._grad_fn is None and self._data.dtype.kind not in FLOAT_KINDS:
+        if value and self._grad_fn is None and self._data.dtype.kind not in DIFF_KINDS:
             raise RuntimeError(REQUIRES_GRAD_DTYPE_ERROR)
         self.requires_grad_(value)
 
@@ -408,7 +419,7 @@ class Tensor:
                 "a computed variable in a subgraph that doesn't require differentiation use "
                 "var_no_grad = var.detach()."
             )
-        if requires_grad and self._data.dtype.kind not in FLOAT_KINDS:
+        if requires_grad and self._data.dtype.kind not in DIFF_KINDS:
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         if requires_grad and self._extra is not None and self._extra.inference \
                 and not _grad_state.inference:

@@ -2,7 +2,8 @@
 
 Follows torch's formatter: floats print with 4 decimals, all-integer floats as ``1.``, and
 scientific notation when the magnitudes span more than 1000x or leave [1e-4, 1e8); values
-share one column width; more than 1000 elements are summarised with ``...``. A device tensor
+share one column width (complex values: the real and imaginary parts each have their own
+format, as torch's, and print as ``1.+2.j``); more than 1000 elements are summarised with ``...``. A device tensor
 prints from a host copy of its data, with ``device='strict'`` as torch shows ``device='cuda:0'``.
 """
 
@@ -100,6 +101,21 @@ class _Formatter:
         return (self.max_width - len(s)) * " " + s
 
 
+class _ComplexFormatter:
+    """torch's two formatters of a complex tensor: one for the real parts, one for the
+    imaginary parts, joined as ``1.+2.j`` (``_val_formatter`` in torch/_tensor_str.py)."""
+
+    def __init__(self, values: ndarray) -> None:
+        self.real = _Formatter(values.real, True)
+        self.imag = _Formatter(values.imag, True)
+        self.max_width = self.real.max_width + self.imag.max_width + 1  # the 'j'
+
+    def format(self, value: complex) -> str:
+        real = self.real.format(value.real)
+        imag = (self.imag.format(value.imag) + "j").lstrip()
+        return real + imag if imag[0] in "+-" else real + "+" + imag
+
+
 def _summarized(a: ndarray) -> ndarray:
     e = PRINT_OPTS.edgeitems
     if a.ndim == 0:
@@ -156,6 +172,8 @@ def array_str(a: ndarray, indent: int) -> str:
     if a.dtype == host.float16 or a.dtype.kind == "V":  # float16, bfloat16: print as float32
         a = a.astype(host.float32)
     shown = _summarized(a) if summarize else a
+    if a.dtype.kind == "c":
+        return _tensor_str(a, indent, summarize, _ComplexFormatter(shown))
     fmt = _Formatter(shown, a.dtype.kind in FLOAT_KINDS)
     return _tensor_str(a, indent, summarize, fmt)
 
@@ -176,7 +194,8 @@ def tensor_repr(t, prefix: str = "tensor(") -> str:
     else:
         body = array_str(a, indent)
     dtype = _dt._FROM_NP[a.dtype]
-    if dtype not in (_dt.get_default_dtype(), _dt.int64, _dt.bool_):
+    default = _dt.get_default_dtype()
+    if dtype not in (default, default.to_complex(), _dt.int64, _dt.bool_):
         suffixes.append(f"dtype={dtype!r}")
     if t._grad_fn is not None:
         suffixes.append(f"grad_fn=<{t._grad_fn.name().rsplit('::', 1)[-1]}>")

@@ -23,6 +23,7 @@ import numpy
 
 from .device import CPU, device, get_default_device, set_default_device, to_device
 from .dtypes import (
+    DIFF_KINDS,
     DTYPES,
     FLOAT_KINDS,
     dtype,
@@ -122,6 +123,7 @@ def data_ptr(array) -> int:
 __all__ = [
     "ARRAY_TYPES",
     "CPU",
+    "DIFF_KINDS",
     "DTYPES",
     "FLOAT_KINDS",
     "as_array",

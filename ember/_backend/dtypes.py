@@ -2,8 +2,12 @@
 
 Promotion follows ``torch.result_type``: operands fall into three tiers (tensors with
 dimensions, zero-dim tensors, Python scalars) and a lower tier only matters when it is of a
-higher *category* (bool < integer < floating) than the tiers above it. A Python float meeting
-an integer tensor gives the default dtype (float32), not NumPy's float64.
+higher *category* (bool < integer < floating < complex) than the tiers above it. A Python float
+meeting an integer tensor gives the default dtype (float32), not NumPy's float64; a Python
+complex gives the complex dtype paired with the default dtype (complex64 for float32), and a
+complex operand of a lower tier meeting a floating tensor gives that tensor's complex pair
+(float64 tensor + 1j -> complex128), as torch does. (torch's complex32 is not here: float16
+pairs with complex64.)
 
 ``bfloat16`` is stored as ``ml_dtypes.bfloat16`` arrays (the optional extra ``ember[bfloat16]``).
 ml_dtypes is imported the first time a bfloat16 array is made, not at ``import ember``; its
@@ -49,10 +53,18 @@ class dtype:
         return (to_dtype, (self.name,))
 
     def to_real(self) -> dtype:
-        return self
+        """``torch.dtype.to_real``: complex64 -> float32, complex128 -> float64, else self."""
+        return _TO_REAL.get(self, self)
 
     def to_complex(self) -> dtype:
-        raise NotImplementedError("complex dtypes are not supported by ember yet")
+        """``torch.dtype.to_complex``: float32 (or lower) -> complex64, float64 -> complex128."""
+        if self._category == 3:
+            return self
+        if self is float64:
+            return complex128
+        if self._category == 2:
+            return complex64
+        raise RuntimeError(f"to_complex is only supported for floating point types, got {self}")
 
 
 class _LazyDtype(dtype):
@@ -84,19 +96,25 @@ float16 = dtype("float16", np.float16, 2, "HalfTensor")
 float32 = dtype("float32", np.float32, 2, "FloatTensor")
 float64 = dtype("float64", np.float64, 2, "DoubleTensor")
 bfloat16 = _LazyDtype("bfloat16", 2, "BFloat16Tensor")
+complex64 = dtype("complex64", np.complex64, 3, "ComplexFloatTensor")
+complex128 = dtype("complex128", np.complex128, 3, "ComplexDoubleTensor")
 
 DTYPES: tuple[dtype, ...] = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32,
-                             float64)
+                             float64, complex64, complex128)
+_TO_REAL = {complex64: float32, complex128: float64}
 
 # Array dtype kinds that are floating: ml_dtypes' bfloat16 has kind 'V' (see the module docstring)
 FLOAT_KINDS = "fV"
+# Array dtype kinds that can require gradients: floating and complex (torch's rule)
+DIFF_KINDS = "fVc"
 
 # torch's aliases: torch.float is float32, torch.long is int64, ...
 ALIASES: dict[str, dtype] = {
     "bool": bool_, "uint8": uint8, "int8": int8, "int16": int16, "short": int16,
     "int32": int32, "int": int32, "int64": int64, "long": int64, "float16": float16,
     "half": float16, "float32": float32, "float": float32, "float64": float64,
-    "double": float64, "bfloat16": bfloat16,
+    "double": float64, "bfloat16": bfloat16, "complex64": complex64, "cfloat": complex64,
+    "complex128": complex128, "cdouble": complex128,
 }
 
 _FROM_NP: dict[np.dtype, dtype] = {d.np: d for d in DTYPES if d is not bfloat16}
@@ -136,7 +154,8 @@ def from_numpy_dtype(np_dtype) -> dtype:
     except (KeyError, TypeError):
         raise TypeError(
             f"can't convert np.ndarray of type {np.dtype(np_dtype)}. The only supported types "
-            "are: float64, float32, float16, int64, int32, int16, int8, uint8, and bool."
+            "are: float64, float32, float16, complex64, complex128, int64, int32, int16, int8, "
+            "uint8, and bool."
         ) from None
 
 
@@ -150,6 +169,8 @@ def to_dtype(value) -> dtype:
         return int64
     if value is bool:
         return bool_
+    if value is complex:
+        return _default_float.to_complex()
     if isinstance(value, str):
         name = value.removeprefix("torch.")
         if name in ALIASES:
@@ -185,12 +206,15 @@ def promote_types(a: dtype, b: dtype) -> dtype:
     if a is b:
         return a
     ca, cb = a._category, b._category
-    if ca != cb:
+    if ca != cb and (ca < 2 or cb < 2):
         return a if ca > cb else b
-    if ca == 2:
+    if ca == 2 and cb == 2:
         if a.itemsize == b.itemsize:  # float16 with bfloat16: neither holds the other
             return float32
         return a if a.itemsize > b.itemsize else b
+    if ca != cb:  # a complex and a floating dtype: the complex one wide enough for both
+        c, f = (a, b) if ca == 3 else (b, a)
+        return complex128 if c is complex128 or f is float64 else complex64
     return _FROM_NP[np.promote_types(a.np, b.np)]
 
 
@@ -199,8 +223,12 @@ def _combine_categories(higher: dtype | None, lower: dtype | None) -> dtype | No
         return lower
     if lower is None:
         return higher
-    if higher._category >= 2:
+    if higher._category == 3:
         return higher
+    if higher._category == 2:
+        # torch: a complex operand of a lower tier still makes the result complex, at the
+        # precision of the higher tier's floating dtype (float64 tensor + 1j -> complex128)
+        return higher.to_complex() if lower._category == 3 else higher
     if higher is bool_ or lower._category >= 2:
         return promote_types(higher, lower)
     return higher
@@ -213,8 +241,8 @@ def _scalar_dtype(value) -> dtype:
         return int64
     if isinstance(value, float):
         return _default_float
-    if isinstance(value, complex):
-        raise NotImplementedError("complex scalars are not supported by ember yet")
+    if isinstance(value, complex):  # torch: the complex dtype paired with the default dtype
+        return _default_float.to_complex()
     raise TypeError(f"expected a Tensor or a Python number, but got {type(value).__name__}")
 
 

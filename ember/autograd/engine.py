@@ -76,8 +76,11 @@ def _validate(node: Node, i: int, g, meta, raw: bool):
                 f"{list(g.shape)} but expected shape compatible with {list(shape)}") from None
     gdtype = g.dtype if raw else g._data.dtype
     if gdtype != dtype:
-        if dtype.kind not in FLOAT_KINDS:
+        kind = dtype.kind
+        if kind not in FLOAT_KINDS and kind != "c":
             return None  # integer inputs get no gradient
+        if gdtype.kind == "c" and kind != "c":
+            g = g.real  # torch: a real input's gradient is the real part of a complex one
         g = g.astype(dtype) if raw else g.to(from_numpy_dtype(dtype))
     return g
 

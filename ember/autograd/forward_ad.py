@@ -223,7 +223,7 @@ def _transposed_backward(node, inputs, tangents, outs):
     grad_on = _grad_state.grad_enabled  # (what grad mode the op ran in, before enable_grad)
     recorded = any(isinstance(o, Tensor) and o._grad_fn is node for o in outs)
     n = _prepare(node, inputs, tangents, outs, recorded)
-    floating = [isinstance(o, Tensor) and o._data.dtype.kind in FLOAT_KINDS for o in outs]
+    floating = [isinstance(o, Tensor) and o._data.dtype.kind in FLOAT_KINDS + "c" for o in outs]
     with enable_grad():
         us = [_make(xp_of(o._data).zeros(o._data.shape, dtype=o._data.dtype)).requires_grad_()
               if f else None for o, f in zip(outs, floating)]
@@ -240,7 +240,12 @@ def _transposed_backward(node, inputs, tangents, outs):
             if not isinstance(g, Tensor):
                 continue
             g = sum_to(g, tuple(x.shape)) if tuple(g.shape) != tuple(x.shape) else g
-            term = (g * t).sum()
+            if g._data.dtype.kind == "c" or t._data.dtype.kind == "c":
+                # complex: backward is the adjoint for <a, b> = Re(sum(conj(a) * b)), so the
+                # tangent is the gradient in u of Re(sum(conj(g(u)) * t)) (torch's convention)
+                term = (g.conj() * t).sum().real
+            else:
+                term = (g * t).sum()
             total = term if total is None else total + term
         if total is None or not total.requires_grad:  # no input's tangent reaches out
             out = [_zeros(o) if f else None for o, f in zip(outs, floating)]

@@ -17,6 +17,7 @@ from . import (
     activation,
     arithmetic,
     comparison,
+    complex,
     conv,
     creation,
     distance,

@@ -37,6 +37,14 @@ from ..autograd.record import (
 
 _new = object.__new__
 _FROM_NP = _dt._FROM_NP
+_LINEAR_MODULES = frozenset(("ember.ops.shape", "ember.ops.indexing", "ember.ops.inplace",
+                             "ember.ops.creation"))
+
+
+def complex_error(cls) -> RuntimeError:
+    """The error of an op not yet complex-aware, on a complex tensor (see ``Op.complex_ok``)."""
+    name = cls.__name__.split("Backward")[0].lower()
+    return RuntimeError(f"{name} does not support complex tensors yet in ember")
 
 
 class Op(Node):
@@ -52,9 +60,16 @@ class Op(Node):
     # a class attribute read through an instance is not specialised by Python 3.11 (~130
     # instructions, callgrind, against ~15 for a slot): the fast paths read this one instead
     _rec: tuple | None = ((), False, False)
+    # whether forward and backward are right for complex tensors (torch's conjugate-Wirtinger
+    # convention, ops/complex.py); the linear ops of the modules in ``_LINEAR_MODULES`` (views,
+    # joins, indexing) are without changes. Any other op with a complex result raises
+    # ``not_complex_aware`` instead of giving wrong numbers.
+    complex_ok: bool = False
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
+        if "complex_ok" not in cls.__dict__ and cls.__module__ in _LINEAR_MODULES:
+            cls.complex_ok = True
         dynamic = any("save_inputs" in getattr(k, "__slots__", ()) for k in cls.__mro__)
         cls._rec = None if dynamic else (cls.save_inputs, cls.save_crosswise, cls.save_output)
 
@@ -95,6 +110,8 @@ class Op(Node):
             raise err from None
         if type(out) is not ndarray:
             out = as_array(out)
+        if out.dtype.kind == "c" and not cls.complex_ok:
+            raise complex_error(cls)
         result = None
         if _grad_state.grad_enabled:
             for x in inputs:
@@ -160,6 +177,8 @@ def apply1(cls, x: Tensor, *params) -> Tensor:
     out = node.forward(x._data, *params) if params else node.forward(x._data)
     if type(out) is not ndarray:
         out = as_array(out)
+    if out.dtype.kind == "c" and not cls.complex_ok:
+        raise complex_error(cls)
     if x._requires_grad and _grad_state.grad_enabled:
         result = _record1(node, x, out)
     else:
@@ -235,7 +254,7 @@ def promote(a, b, int_to_float: bool = False):
     bd = b._data if tb else b
     if ta and tb:
         if ad.dtype is bd.dtype or ad.dtype == bd.dtype:
-            if int_to_float and ad.dtype.kind not in FLOAT_KINDS:
+            if int_to_float and ad.dtype.kind not in FLOAT_KINDS and ad.dtype.kind != "c":
                 target = _dt.get_default_dtype().np
                 return ad.astype(target), bd.astype(target)
             return ad, bd
@@ -245,7 +264,7 @@ def promote(a, b, int_to_float: bool = False):
     elif tb and bd.dtype.kind == "f" and type(a) in (float, int, bool):
         return ad, bd
     rt = _dt.result_type(a, b)
-    if int_to_float and not rt.is_floating_point:
+    if int_to_float and not rt.is_floating_point and not rt.is_complex:
         rt = _dt.get_default_dtype()
     target = rt.np
     if ta and ad.dtype != target:
@@ -350,6 +369,8 @@ def _apply_promoted(cls, node: Op, a, b, ta: bool, tb: bool, params) -> Tensor:
         ad = ad.astype(f32) if hasattr(ad, "astype") else ad
         bd = bd.astype(f32) if hasattr(bd, "astype") else bd
     out = _forward2(node, a, b, ad, bd, params)
+    if out.dtype.kind == "c" and not cls.complex_ok:
+        raise complex_error(cls)
     if low is not None and out.dtype == host.float32:
         out = out.astype(low)
     if ((ta and a._requires_grad) or (tb and b._requires_grad)) and _grad_state.grad_enabled:

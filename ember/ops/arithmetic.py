@@ -27,6 +27,7 @@ from ._op import (
     write_out,
 )
 from ._registry import register
+from .complex import conj_of
 from .inplace import inplace as _inplace
 
 # ---------------------------------------- argument checks and promotion (shared by the op modules)
@@ -126,6 +127,7 @@ class AddBackward0(BinaryOp):
     """add(input, other, alpha): d/dinput = grad, d/dother = alpha * grad."""
 
     __slots__ = ("alpha",)
+    complex_ok = True
 
     def forward(self, a, b, alpha=1):
         self.alpha = alpha
@@ -145,6 +147,7 @@ class SubBackward0(BinaryOp):
     """sub(input, other, alpha): d/dinput = grad, d/dother = -alpha * grad."""
 
     __slots__ = ("alpha",)
+    complex_ok = True
 
     def forward(self, a, b, alpha=1):
         self.alpha = alpha
@@ -164,6 +167,7 @@ class RsubBackward0(BinaryOp):
     """rsub(input, other: Tensor, alpha) = other - alpha * input: d/dinput = -alpha * grad."""
 
     __slots__ = ("alpha",)
+    complex_ok = True
 
     def forward(self, a, b, alpha=1):
         self.alpha = alpha
@@ -183,6 +187,7 @@ class RsubBackward1(Op):
     """rsub(input, other: scalar, alpha) (what ``2 - x`` records): one edge, for input."""
 
     __slots__ = ("alpha",)
+    complex_ok = True
 
     def forward(self, a, b, alpha, dtype):
         self.alpha = alpha
@@ -201,17 +206,20 @@ class RsubBackward1(Op):
 
 
 class MulBackward0(BinaryOp):
-    """mul(input, other): d/dinput = grad * other, d/dother = grad * input."""
+    """mul(input, other): d/dinput = grad * conj(other), d/dother = grad * conj(input)."""
 
     __slots__ = ()
     save_inputs = (0, 1)
     save_crosswise = True
+    complex_ok = True
 
     def forward(self, a, b):
         return a * b
 
     def backward(self, grad):
         a, b = self.saved()
+        if grad._data.dtype.kind == "c":
+            a, b = _conj_operand(a), _conj_operand(b)
         return (grad * b if self.needs_grad(0) else None,
                 grad * a if self.needs_grad(1) else None)
 
@@ -220,6 +228,8 @@ class MulBackward0(BinaryOp):
         (ea, _), (eb, _) = self.next_functions
         # (raw_operand inlined for the usual operand, a Tensor of grad's dtype)
         dt = grad.dtype
+        if dt.kind == "c":
+            return self.tensor_backward(grad)
         if eb is None:
             ad = 0
         elif type(a) is Tensor and a._data.dtype is dt:
@@ -239,11 +249,13 @@ class MulBackward0(BinaryOp):
 
 
 class DivBackward0(BinaryOp):
-    """div(input, other): d/dinput = grad / other, d/dother = -grad * input / other**2."""
+    """div(input, other): d/dinput = grad / conj(other), d/dother = -grad * conj(input /
+    other**2)."""
 
     __slots__ = ()
     save_inputs = (0, 1)
     int_to_float = True
+    complex_ok = True
 
     def forward(self, a, b):
         with host.errstate(divide="ignore", invalid="ignore"):
@@ -251,11 +263,15 @@ class DivBackward0(BinaryOp):
 
     def backward(self, grad):
         a, b = self.saved()
+        if grad._data.dtype.kind == "c":
+            a, b = _conj_operand(a), _conj_operand(b)
         ga = grad / b if self.needs_grad(0) else None
         gb = -grad * a / (b * b) if self.needs_grad(1) else None
         return ga, gb
 
     def raw_backward(self, grad):
+        if grad.dtype.kind == "c":
+            return self.tensor_backward(grad)
         a, b = self.saved()
         (ea, _), (eb, _) = self.next_functions
         ad = raw_operand(a, grad) if eb is not None else 0  # (a is saved only for b's grad)
@@ -267,6 +283,13 @@ class DivBackward0(BinaryOp):
         with host.errstate(divide="ignore", invalid="ignore"):
             return (grad / bd if ea is not None else None,
                     -grad * ad / (bd * bd) if eb is not None else None)
+
+
+def _conj_operand(x):
+    """A saved operand of a binary rule, conjugated (a Tensor, or a Python number)."""
+    if isinstance(x, Tensor):
+        return conj_of(x)
+    return x.conjugate() if x is not None else None
 
 
 class DivBackward2(BinaryOp):
@@ -294,14 +317,16 @@ class DivBackward2(BinaryOp):
 
 
 class PowBackward0(Op):
-    """pow(input, exponent: scalar): d/dinput = grad * exponent * input ** (exponent - 1)."""
+    """pow(input, exponent: scalar): d/dinput = grad * conj(exponent * input ** (exponent - 1))."""
 
     __slots__ = ("exponent",)
     save_inputs = (0,)
+    complex_ok = True
 
     def forward(self, a, exponent):
         self.exponent = exponent
-        if isinstance(exponent, float) and a.dtype.kind not in FLOAT_KINDS:
+        if isinstance(exponent, float) and a.dtype.kind not in FLOAT_KINDS and \
+                a.dtype.kind != "c":
             a = a.astype(_dt.get_default_dtype().np)
         with host.errstate(divide="ignore", invalid="ignore"):
             return a ** exponent
@@ -311,13 +336,13 @@ class PowBackward0(Op):
         e = self.exponent
         if e == 0:
             return grad * 0
-        return grad * (e * pow_scalar(a, e - 1))
+        return grad * conj_of(e * pow_scalar(a, e - 1))
 
     def raw_backward(self, grad):
         (a,) = self.saved()
         e = self.exponent
         a = a._data
-        if a.dtype != grad.dtype or type(e) not in _PY_NUMBERS:
+        if a.dtype != grad.dtype or type(e) not in _PY_NUMBERS or a.dtype.kind == "c":
             return self.tensor_backward(grad)
         if e == 0:
             return grad * 0
@@ -393,6 +418,7 @@ def _int_power(a, b):
 
 class NegBackward0(Op):
     __slots__ = ()
+    complex_ok = True
 
     def forward(self, a):
         return -a

@@ -33,7 +33,7 @@ def _finish(data: ndarray, requires_grad: bool, device=None) -> Tensor:
     """The new tensor: ``data`` on ``device`` (None: the default device), copied if elsewhere."""
     t = _make(to_device_array(data, to_device(device)))
     if requires_grad:
-        if data.dtype.kind not in FLOAT_KINDS:
+        if data.dtype.kind not in FLOAT_KINDS and data.dtype.kind != "c":
             raise RuntimeError(REQUIRES_GRAD_DTYPE_ERROR[0].upper() + REQUIRES_GRAD_DTYPE_ERROR[1:])
         t._requires_grad = True
     return t
@@ -237,6 +237,14 @@ def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=N
 def _random_floats(kind: str, size, generator, dtype, device, requires_grad, op):
     shape = _size(size, op)
     dt = _float_dtype(dtype)
+    if host.dtype(dt).kind == "c":
+        # torch: real and imaginary parts drawn independently; randn's each with variance 1/2
+        # (so E|z|^2 = 1), rand's each uniform on [0, 1)
+        real_dt = host.float32 if dt == host.complex64 else host.float64
+        gen = rng(generator)
+        pairs = gen.standard_normal((*shape, 2), dtype=real_dt) * real_dt(0.5 ** 0.5) \
+            if kind == "n" else gen.random((*shape, 2), dtype=real_dt)
+        return _finish(pairs.view(dt)[..., 0], requires_grad, device)
     if host.dtype(dt).kind not in FLOAT_KINDS:
         raise RuntimeError(f"\"{'normal' if kind == 'n' else 'uniform'}_kernel_cpu\" not "
                            f"implemented for '{_dt.from_numpy_dtype(dt)._legacy[:-6]}'")
@@ -367,7 +375,7 @@ def new_full(self: Tensor, size, fill_value, dtype=None, device=None,
                 requires_grad=requires_grad)
 
 
-class ToCopyBackward0(Op):
+class ToCopyBackward0(Op):  # (creation.py: a linear op, complex_ok by module)
     """``to(device)``: a copy onto another device; the gradient goes back to the input's."""
 
     __slots__ = ("_src",)
@@ -385,7 +393,8 @@ def to_device_copy(input: Tensor, dev: _device, dtype: _dt.dtype | None = None) 
     """``input.to(dev, dtype)`` to another device: an explicit copy, differentiable as torch's
     (``ToCopyBackward0``); the result requires grad only if floating."""
     out = apply1(ToCopyBackward0, input, dev, None if dtype is None else dtype.np)
-    if out._grad_fn is not None and out._data.dtype.kind not in FLOAT_KINDS:
+    if out._grad_fn is not None and out._data.dtype.kind not in FLOAT_KINDS and \
+            out._data.dtype.kind != "c":
         out._grad_fn = None
         out._requires_grad = False
     return out

@@ -14,6 +14,7 @@ from ..amp import _state as _amp
 from ._op import BinaryOp, Op, write_out
 from ._registry import register
 from .arithmetic import scalar_name
+from .complex import conj_of
 
 # --------------------------------------------------------------------------- matmul and BLAS
 
@@ -39,6 +40,13 @@ def _transposed(x) -> bool:
     return flags.f_contiguous and not flags.c_contiguous
 
 
+def _conj_saved(node):
+    """A product's two saved operands, conjugated if complex (torch: grad @ b^H, a^H @ grad);
+    either may be None (saved crosswise)."""
+    a, b = node.saved()
+    return (None if a is None else conj_of(a)), (None if b is None else conj_of(b))
+
+
 class MmBackward0(BinaryOp):
     """mm(a, b): d/da = grad @ b^T, d/db = a^T @ grad; each computed as the transpose of the
     swapped product, (b @ grad^T)^T or (grad^T @ a)^T, for an input laid out as a transpose.
@@ -51,6 +59,7 @@ class MmBackward0(BinaryOp):
     __slots__ = ("flip",)
     save_inputs = (0, 1)
     save_crosswise = True
+    complex_ok = True  # (complex: the conjugate transposes, a^H and b^H)
 
     def forward(self, a, b):
         # (each input's layout, kept: the input itself is saved only for the other's grad)
@@ -58,7 +67,7 @@ class MmBackward0(BinaryOp):
         return _low(a @ b, a)
 
     def backward(self, grad):
-        a, b = self.saved()
+        a, b = _conj_saved(self)
         flip_a, flip_b = self.flip
         ga = gb = None
         if self.needs_grad(0):
@@ -69,6 +78,8 @@ class MmBackward0(BinaryOp):
 
     def raw_backward(self, grad):
         # the rule above on arrays, bit for bit
+        if grad.dtype.kind == "c":
+            return self.tensor_backward(grad)
         a, b = self.saved()
         flip_a, flip_b = self.flip
         (ea, _), (eb, _) = self.next_functions
@@ -89,11 +100,13 @@ class MvBackward0(BinaryOp):
     save_inputs = (0, 1)
     save_crosswise = True
 
+    complex_ok = True
+
     def forward(self, m, v):
         return _low(m @ v, m)
 
     def backward(self, grad):
-        m, v = self.saved()
+        m, v = _conj_saved(self)
         return (grad.unsqueeze(1) * v if self.needs_grad(0) else None,
                 m.t().mv(grad) if self.needs_grad(1) else None)
 
@@ -105,11 +118,13 @@ class DotBackward0(BinaryOp):
     save_inputs = (0, 1)
     save_crosswise = True
 
+    complex_ok = True
+
     def forward(self, a, b):
         return a.dot(b)
 
     def backward(self, grad):
-        a, b = self.saved()
+        a, b = _conj_saved(self)
         return (grad * b if self.needs_grad(0) else None,
                 grad * a if self.needs_grad(1) else None)
 
@@ -121,11 +136,13 @@ class BmmBackward0(BinaryOp):
     save_inputs = (0, 1)
     save_crosswise = True
 
+    complex_ok = True
+
     def forward(self, a, b):
         return _low(a @ b, a)
 
     def backward(self, grad):
-        a, b = self.saved()
+        a, b = _conj_saved(self)
         return (grad.bmm(b.mT) if self.needs_grad(0) else None,
                 a.mT.bmm(grad) if self.needs_grad(1) else None)
 
@@ -140,12 +157,13 @@ class MatmulBackward0(BinaryOp):
 
     __slots__ = ()
     save_inputs = (0, 1)
+    complex_ok = True
 
     def forward(self, a, b):
         return _low(a @ b, a)
 
     def backward(self, grad):
-        a, b = self.saved()
+        a, b = _conj_saved(self)
         ga = gb = None
         if a._data.ndim == 1:  # (k) @ (..., k, n) -> (..., n)
             row = grad.unsqueeze(-2)
@@ -293,6 +311,7 @@ class VdotBackward0(DotBackward0):
     """vdot(a, b) of real vectors: dot's derivative."""
 
     __slots__ = ()
+    complex_ok = False  # (its forward does not conjugate yet)
 
 
 @register

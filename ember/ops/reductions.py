@@ -87,6 +87,7 @@ class SumBackward0(Op):
     """sum(input): d/dinput = grad broadcast to input's shape."""
 
     __slots__ = ("shape",)
+    complex_ok = True
 
     def forward(self, a, out_dtype):
         self.shape = a.shape
@@ -107,6 +108,7 @@ class SumBackward1(Op):
     """sum(input, dim, keepdim): d/dinput = grad with the reduced dims re-inserted, broadcast."""
 
     __slots__ = ("dims", "keepdim", "shape")
+    complex_ok = True
 
     def forward(self, a, dims, keepdim, out_dtype):
         self.shape, self.dims, self.keepdim = a.shape, dims, keepdim
@@ -126,6 +128,7 @@ class MeanBackward0(Op):
     """mean(input): d/dinput = grad / numel, broadcast."""
 
     __slots__ = ("shape",)
+    complex_ok = True
 
     def forward(self, a):
         self.shape = a.shape
@@ -151,6 +154,7 @@ class MeanBackward1(Op):
     """mean(input, dim, keepdim): d/dinput = grad / count, broadcast."""
 
     __slots__ = ("dims", "keepdim", "shape")
+    complex_ok = True
 
     def forward(self, a, dims, keepdim):
         self.shape, self.dims, self.keepdim = a.shape, dims, keepdim
@@ -309,7 +313,7 @@ def mean(input: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tenso
     """``torch.mean``: floating inputs only (torch refuses to guess an integer mean's dtype)."""
     if dtype is not None:
         input = input.to(dtype)
-    if input._data.dtype.kind not in FLOAT_KINDS:
+    if input._data.dtype.kind not in FLOAT_KINDS and input._data.dtype.kind != "c":
         raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a "
                            f"floating point or complex dtype. Got: {scalar_name(input.dtype)}")
     if dim is None and not keepdim:

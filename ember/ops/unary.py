@@ -22,6 +22,7 @@ from ._op import Op, apply1
 from ._registry import register
 from .arithmetic import _check_tensor, _maybe_out, scalar_name
 from .comparison import where
+from .complex import conj_of, sgn_of
 from .creation import to_device_copy
 from .inplace import inplace as _inplace
 
@@ -29,26 +30,29 @@ from .inplace import inplace as _inplace
 
 
 class ExpBackward0(Op):
-    """exp: d/dx = grad * result."""
+    """exp: d/dx = grad * conj(result)."""
 
     __slots__ = ()
     save_output = True
+    complex_ok = True
 
     def forward(self, a):
         return (host if type(a) is ndarray else xp_of(a)).exp(a)
 
     def backward(self, grad):
-        return grad * self.saved_output()
+        return grad * conj_of(self.saved_output())
 
     def raw_backward(self, grad):
-        return grad * self.saved_output_array()
+        y = self.saved_output_array()
+        return grad * (y if y.dtype.kind != "c" else y.conj())
 
 
 class LogBackward0(Op):
-    """log: d/dx = grad / x."""
+    """log: d/dx = grad / conj(x)."""
 
     __slots__ = ()
     save_inputs = (0,)
+    complex_ok = True
 
     def forward(self, a):
         with host.errstate(divide="ignore", invalid="ignore"):
@@ -56,75 +60,83 @@ class LogBackward0(Op):
 
     def backward(self, grad):
         (a,) = self.saved()
-        return grad / a
+        return grad / conj_of(a)
 
     def raw_backward(self, grad):
         (a,) = self.saved()
+        a = a._data
         with host.errstate(divide="ignore", invalid="ignore"):
-            return grad / a._data
+            return grad / (a if a.dtype.kind != "c" else a.conj())
 
 
 class SqrtBackward0(Op):
-    """sqrt: d/dx = grad / (2 * result)."""
+    """sqrt: d/dx = grad / (2 * conj(result))."""
 
     __slots__ = ()
     save_output = True
+    complex_ok = True
 
     def forward(self, a):
         with host.errstate(invalid="ignore"):
             return (host if type(a) is ndarray else xp_of(a)).sqrt(a)
 
     def backward(self, grad):
-        return grad / (2 * self.saved_output())
+        return grad / (2 * conj_of(self.saved_output()))
 
     def raw_backward(self, grad):
+        y = self.saved_output_array()
         with host.errstate(divide="ignore", invalid="ignore"):
-            return grad / (self.saved_output_array() * 2)
+            return grad / ((y if y.dtype.kind != "c" else y.conj()) * 2)
 
 
 class SinBackward0(Op):
-    """sin: d/dx = grad * cos(x)."""
+    """sin: d/dx = grad * conj(cos(x))."""
 
     __slots__ = ()
     save_inputs = (0,)
+    complex_ok = True
 
     def forward(self, a):
         return xp_of(a).sin(a)
 
     def backward(self, grad):
         (a,) = self.saved()
-        return grad * cos(a)
+        return grad * conj_of(cos(a))
 
 
 class CosBackward0(Op):
-    """cos: d/dx = -grad * sin(x)."""
+    """cos: d/dx = -grad * conj(sin(x))."""
 
     __slots__ = ()
     save_inputs = (0,)
+    complex_ok = True
 
     def forward(self, a):
         return xp_of(a).cos(a)
 
     def backward(self, grad):
         (a,) = self.saved()
-        return grad * -sin(a)
+        return grad * -conj_of(sin(a))
 
 
 class TanhBackward0(Op):
-    """tanh: d/dx = grad * (1 - result**2)."""
+    """tanh: d/dx = grad * conj(1 - result**2)."""
 
     __slots__ = ()
     save_output = True
+    complex_ok = True
 
     def forward(self, a):
         return (host if type(a) is ndarray else xp_of(a)).tanh(a)
 
     def backward(self, grad):
-        y = self.saved_output()
+        y = conj_of(self.saved_output())
         return grad * (1 - y * y)
 
     def raw_backward(self, grad):
         y = self.saved_output_array()
+        if y.dtype.kind == "c":
+            y = y.conj()
         return grad * (1 - y * y)
 
 
@@ -222,17 +234,18 @@ class ThresholdBackwardBackward0(Op):
 
 
 class AbsBackward0(Op):
-    """abs: d/dx = grad * sign(x) (0 at 0)."""
+    """abs: d/dx = grad * sign(x) (0 at 0); for a complex x, grad * sgn(x) = grad * x / |x|."""
 
     __slots__ = ()
     save_inputs = (0,)
+    complex_ok = True
 
     def forward(self, a):
         return xp_of(a).abs(a)
 
     def backward(self, grad):
         (a,) = self.saved()
-        return grad * sign(a)
+        return grad * (sgn_of(a) if a._data.dtype.kind == "c" else sign(a))
 
 
 class SignBackward0(Op):
@@ -266,6 +279,7 @@ class ToCopyBackward0(Op):
     """to(dtype): the gradient is cast back to the input's dtype (by the engine)."""
 
     __slots__ = ()
+    complex_ok = True
 
     def forward(self, a, np_dtype):
         return a.astype(np_dtype)
@@ -276,6 +290,7 @@ class ToCopyBackward0(Op):
 
 class CloneBackward0(Op):
     __slots__ = ()
+    complex_ok = True
 
     def forward(self, a):
         return a.copy()
@@ -845,7 +860,8 @@ def _float_unary(cls, name: str):
     def fn(input: Tensor, *, out=None) -> Tensor:
         if not isinstance(input, Tensor):
             _check_tensor(input, name)
-        if input._data.dtype.kind not in FLOAT_KINDS:
+        kind = input._data.dtype.kind
+        if kind not in FLOAT_KINDS and kind != "c":
             input = _make(input._data.astype(_dt.get_default_dtype().np))
         result = apply1(cls, input)
         return result if out is None else _maybe_out(result, out)
@@ -983,7 +999,7 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
 def to_dtype(input: Tensor, dtype: _dt.dtype) -> Tensor:
     """A differentiable cast (``ToCopyBackward0``); the result requires grad only if floating."""
     out = apply1(ToCopyBackward0, input, dtype.np)
-    if out._grad_fn is not None and not dtype.is_floating_point:
+    if out._grad_fn is not None and not dtype.is_floating_point and not dtype.is_complex:
         out._grad_fn = None
         out._requires_grad = False
     return out
