@@ -55,14 +55,14 @@ _STORAGE_OF = {
     "float64": "DoubleStorage", "float32": "FloatStorage", "float16": "HalfStorage",
     "int64": "LongStorage", "int32": "IntStorage", "int16": "ShortStorage",
     "int8": "CharStorage", "uint8": "ByteStorage", "bool": "BoolStorage",
-    "bfloat16": "BFloat16Storage",
+    "bfloat16": "BFloat16Storage", "complex64": "ComplexFloatStorage",
+    "complex128": "ComplexDoubleStorage",
 }
 _NP_OF_STORAGE = {name: host.dtype(dt) for dt, name in _STORAGE_OF.items()
                   if dt != "bfloat16"}
 _NP_OF_STORAGE["UntypedStorage"] = host.dtype(host.uint8)
 _BFLOAT16 = "BFloat16Storage"  # ml_dtypes' bfloat16, or (without it) float32 with a warning
-_UNSUPPORTED_STORAGES = ("ComplexFloatStorage", "ComplexDoubleStorage", "QInt8Storage",
-                         "QUInt8Storage", "QInt32Storage", "QUInt4x2Storage",
+_UNSUPPORTED_STORAGES = ("QInt8Storage", "QUInt8Storage", "QInt32Storage", "QUInt4x2Storage",
                          "QUInt2x4Storage")
 
 _CUDA_ERROR = ("Attempting to deserialize object on a CUDA device but torch.cuda.is_available() "
@@ -647,7 +647,7 @@ def _refusal(module: str, name: str, policy: _Policy | None = None,
     if name in _KNOWN_UNSUPPORTED or name in _UNSUPPORTED_STORAGES or (
             module.startswith(("torch", "numpy", "ember")) and cls is None):
         what = ("ember can't load " + _KNOWN_UNSUPPORTED[name] if name in _KNOWN_UNSUPPORTED
-                else "ember has no complex or quantized dtypes" if name in _UNSUPPORTED_STORAGES
+                else "ember has no quantized dtypes" if name in _UNSUPPORTED_STORAGES
                 else "not one ember knows")
         return pickle.UnpicklingError(
             f"Weights only load failed. Unsupported global: GLOBAL {full} was not an allowed "

@@ -37,6 +37,9 @@ def _sample(dtype, shape=(3, 4)):
         return ember.tensor(rng.random(shape) > 0.5)
     if dtype.is_floating_point:
         return ember.tensor(rng.standard_normal(shape).astype(dtype.np))
+    if dtype.is_complex:
+        return ember.tensor((rng.standard_normal(shape) + 1j * rng.standard_normal(shape))
+                            .astype(dtype.np))
     info = np.iinfo(dtype.np)
     return ember.tensor(rng.integers(info.min, info.max, size=shape, dtype=dtype.np,
                                      endpoint=True))
@@ -271,7 +274,7 @@ def test_torch_linear_state_dict_loads_in_ember(torch, tmp_path):
 
 
 _TORCH_DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32",
-                 "float64"]
+                 "float64", "complex64", "complex128"]
 
 
 @pytest.mark.parametrize("name", _TORCH_DTYPES)
@@ -644,7 +647,8 @@ def test_save_to_missing_directory_raises(tmp_path):
 def test_safetensors_roundtrip_every_dtype(tmp_path):
     pytest.importorskip("safetensors")
     tensors = {f"t_{d.name}": _sample(d) for d in _ALL_DTYPES
-               if d.name != "bfloat16" or importlib.util.find_spec("ml_dtypes")}
+               if (d.name != "bfloat16" or importlib.util.find_spec("ml_dtypes"))
+               and d.name != "complex128"}  # (the safetensors format has no complex128)
     tensors["scalar"] = ember.tensor(2.5)
     ember.save_safetensors(tensors, tmp_path / "m.safetensors", metadata={"format": "pt"})
     out = ember.load_safetensors(tmp_path / "m.safetensors")
