@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
+
+torch = pytest.importorskip("torch")  # the oracle: these tests compare with torch
 
 import ember
 
@@ -276,3 +277,30 @@ def test_implicit_grad_needs_real_output():
         (z * 2).sum().backward()
     z.abs().sum().backward()
     np.testing.assert_allclose(z.grad.numpy(), [(1 + 1j) / np.sqrt(2)], rtol=1e-6)
+
+
+@pytest.mark.parametrize("name, kwargs", [
+    ("SGD", {"lr": 0.1, "momentum": 0.9}), ("Adam", {"lr": 0.05}),
+    ("AdamW", {"lr": 0.05, "weight_decay": 0.1}), ("RMSprop", {"lr": 0.01}),
+    ("Adagrad", {"lr": 0.1}), ("Adam", {"lr": 0.05, "amsgrad": True, "maximize": True})])
+def test_optimizers_update_complex_parameters_like_torch(name, kwargs):
+    """torch's optimizers update a complex parameter's real and imaginary parts as independent
+    numbers (``view_as_real``); the state stays complex."""
+    torch = pytest.importorskip("torch")
+    values = np.array([1 + 2j, -0.5 + 0.1j, 3 - 1j])
+    res = []
+    for m in (ember, torch):
+        p = m.nn.Parameter(m.tensor(values, dtype=m.complex64))
+        opt = getattr(m.optim, name)([p], **kwargs)
+        for _ in range(3):
+            opt.zero_grad()
+            loss = ((p * p.conj()).real * m.tensor([1.0, 2.0, 3.0])).sum() + (p.real * p.imag).sum()
+            loss.backward()
+            opt.step()
+        res.append((p.detach().numpy().copy(), opt.state_dict()["state"][0]))
+    np.testing.assert_allclose(res[0][0], res[1][0], rtol=1e-6, atol=1e-6)
+    for k, t_v in res[1][1].items():
+        e_v = res[0][1][k]
+        if isinstance(t_v, torch.Tensor) and t_v.is_complex():
+            assert e_v.dtype == ember.complex64 and tuple(e_v.shape) == tuple(t_v.shape), k
+            np.testing.assert_allclose(e_v.numpy(), t_v.numpy(), rtol=1e-5, atol=1e-6)

@@ -701,6 +701,7 @@ class EinsumBackward0(Op):
     """
 
     __slots__ = ("_squeezed", "letters", "out", "save_inputs", "shapes")
+    complex_ok = True  # multilinear: each gradient uses the other operands, conjugated
 
     def forward(self, *args):
         *arrays, letters, out, squeezed = args
@@ -732,7 +733,7 @@ class EinsumBackward0(Op):
             for j, other in enumerate(letters):
                 if j != i:
                     terms.append(other)
-                    operands.append(_squeezed_view(saved[j], self._squeezed[j]))
+                    operands.append(conj_of(_squeezed_view(saved[j], self._squeezed[j])))
             used = set("".join(letters) + out)
             fresh = iter(c for c in _LETTERS if c not in used)
             target = []

@@ -113,6 +113,15 @@ def _lerp_(a, b, w: float, scratch) -> None:
 _GRAD_SLOT = 2  # the scratch slot of the gradient ``step`` negates or decays for the rule
 
 
+def _real_view(a):
+    """A complex array as real numbers, shape ``(*a.shape, 2)`` (torch's ``view_as_real``);
+    a copy only where the array's last axis is not contiguous (then not written back: the
+    rules update parameters and state, which are contiguous)."""
+    if not a.flags.c_contiguous:
+        a = a.copy()
+    return a.reshape(a.shape + (1,)).view(a.real.dtype)
+
+
 def _bump(p: Tensor) -> None:
     """Record an in-place change of ``p`` on its version counter (shared with its views)."""
     p._vc[0] += 1
@@ -388,7 +397,9 @@ class Optimizer:
                     g = self._grad_for_rule(d, g, maximize, coupled_decay)
                 if decay_factor is not None:
                     d *= decay_factor
-                if d.ndim:
+                if d.dtype.kind == "c":
+                    self._update_complex(d, g, state, group, lr, step)
+                elif d.ndim:
                     self._update(d, g, state, group, lr, step)
                 else:
                     self._update_0d(d, g, state, group, lr, step)
@@ -446,6 +457,25 @@ class Optimizer:
         the parameter's state, ``step`` the new step count as a float (None when the rule
         counts no steps)."""
         raise NotImplementedError(f"{type(self).__name__} must implement step() or _update()")
+
+    def _update_complex(self, d, g, state: dict[str, Any] | None, group: dict[str, Any],
+                        lr: float, step: float | None) -> None:
+        """``_update`` for a complex parameter, run on real views of it, its gradient and its
+        complex state, as torch's optimizers do (``view_as_real``): the real and imaginary
+        parts are updated as independent numbers. The state stays complex, as torch's."""
+        real = _real_view
+        g = xp_of(d).asarray(g)
+        if state is None:
+            self._update(real(d), real(g), None, group, lr, step)
+            return
+        views = {k: _make(real(v._data)) if isinstance(v, Tensor) and v._data.dtype.kind == "c"
+                 else v for k, v in state.items()}
+        before = dict(views)
+        self._update(real(d), real(g), views, group, lr, step)
+        for k, v in views.items():  # state the rule created or replaced, back to complex
+            if before.get(k) is not v:
+                state[k] = _make(v._data.view(d.dtype).reshape(d.shape)) \
+                    if isinstance(v, Tensor) and v._data.shape[-1:] == (2,) else v
 
     def _update_0d(self, d, g, state: dict[str, Any] | None, group: dict[str, Any],
                    lr: float, step: float | None) -> None:
