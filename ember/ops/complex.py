@@ -175,8 +175,8 @@ class AngleBackward0(Op):
         if z._data.dtype.kind != "c":
             return grad * 0
         sq = z.abs() ** 2
-        safe = _make(xp_of(sq._data).where(sq._data == 0, 1, sq._data).astype(sq._data.dtype))
-        return grad * z / safe * 1j
+        safe = sq + (sq == 0).to(sq.dtype)  # 1 where z == 0 (there z makes it 0), and
+        return grad * z / safe * 1j          # differentiable, for the second derivative
 
 
 @register
