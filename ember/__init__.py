@@ -125,7 +125,7 @@ _LAZY_NAMES = {
     "alias_torch": "._alias",
     "set_num_threads": "._threads", "get_num_threads": "._threads",
     "set_num_interop_threads": "._threads", "get_num_interop_threads": "._threads",
-    "compile": "._compile",
+    "compile": "._compile", "vmap": ".func",  # torch.vmap is torch.func.vmap
     "use_deterministic_algorithms": "._determinism",
     "are_deterministic_algorithms_enabled": "._determinism",
     "is_deterministic_algorithms_warn_only_enabled": "._determinism",
