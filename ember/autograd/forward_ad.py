@@ -168,9 +168,10 @@ def unpack_dual(tensor, *, level: int | None = None) -> UnpackedDualTensor:
 
 
 # ----------------------------------------------------------------------------- propagation
-def propagate(node, inputs, outputs) -> None:
-    """Give the ``outputs`` of ``node`` (run on ``inputs``) their tangents, if any input has
-    one. Called by the op paths of ``ember/ops/_op.py`` while a level is open."""
+def propagate(node, inputs, outputs, params: tuple = ()) -> None:
+    """Give the ``outputs`` of ``node`` (run on ``inputs`` with ``params``) their tangents, if
+    any input has one. Called by the op paths of ``ember/ops/_op.py`` while a level is open.
+    A ``linear`` one-input op (views, shape ops) maps its tangent as it maps its input."""
     tangents = [tangent_of(x) for x in inputs]
     if all(t is None for t in tangents):
         return
@@ -183,6 +184,12 @@ def propagate(node, inputs, outputs) -> None:
     try:
         if rule is not None:
             result = rule(tangents, inputs, outputs)
+        elif getattr(node, "linear", False) and len(inputs) == 1:
+            from ..ops._op import apply1  # (ops build on autograd)
+            try:
+                result = apply1(type(node), tangents[0], *params)
+            except RuntimeError:  # a view the tangent's strides don't allow: torch gives
+                result = apply1(type(node), tangents[0].contiguous(), *params)  # its own
         else:
             result = _transposed_backward(node, inputs, tangents, outs)
     finally:

@@ -184,7 +184,7 @@ def apply1(cls, x: Tensor, *params) -> Tensor:
     else:
         result = _make(out)
     if _fw_state.active:
-        _propagate(node, (x,), result)
+        _propagate(node, (x,), result, params)
     return result
 
 

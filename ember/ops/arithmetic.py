@@ -133,6 +133,12 @@ class AddBackward0(BinaryOp):
         self.alpha = alpha
         return a + b if alpha == 1 else a + alpha * b
 
+    def jvp(self, tangents, inputs, out):
+        ta, tb = tangents
+        if tb is not None and self.alpha != 1:
+            tb = tb * self.alpha
+        return tb if ta is None else ta if tb is None else ta + tb
+
     def backward(self, grad):
         return grad, (grad if self.alpha == 1 else grad * self.alpha)
 
@@ -152,6 +158,12 @@ class SubBackward0(BinaryOp):
     def forward(self, a, b, alpha=1):
         self.alpha = alpha
         return a - b if alpha == 1 else a - alpha * b
+
+    def jvp(self, tangents, inputs, out):
+        ta, tb = tangents
+        if tb is not None:
+            tb = -tb if self.alpha == 1 else tb * -self.alpha
+        return tb if ta is None else ta if tb is None else ta + tb
 
     def backward(self, grad):
         return grad, (-grad if self.alpha == 1 else grad * -self.alpha)
@@ -216,6 +228,12 @@ class MulBackward0(BinaryOp):
     def forward(self, a, b):
         return a * b
 
+    def jvp(self, tangents, inputs, out):
+        (ta, tb), (a, b) = tangents, inputs
+        da = ta * b if ta is not None else None
+        db = a * tb if tb is not None else None
+        return db if da is None else da if db is None else da + db
+
     def backward(self, grad):
         a, b = self.saved()
         if grad._data.dtype.kind == "c":
@@ -260,6 +278,12 @@ class DivBackward0(BinaryOp):
     def forward(self, a, b):
         with host.errstate(divide="ignore", invalid="ignore"):
             return a / b
+
+    def jvp(self, tangents, inputs, out):
+        (ta, tb), (a, b) = tangents, inputs
+        da = ta / b if ta is not None else None
+        db = -tb * out / b if tb is not None else None
+        return db if da is None else da if db is None else da + db
 
     def backward(self, grad):
         a, b = self.saved()
@@ -330,6 +354,12 @@ class PowBackward0(Op):
             a = a.astype(_dt.get_default_dtype().np)
         with host.errstate(divide="ignore", invalid="ignore"):
             return a ** exponent
+
+    def jvp(self, tangents, inputs, out):
+        e = self.exponent
+        if e == 0:
+            return tangents[0] * 0
+        return tangents[0] * (e * inputs[0] ** (e - 1))
 
     def backward(self, grad):
         (a,) = self.saved()
@@ -422,6 +452,9 @@ class NegBackward0(Op):
 
     def forward(self, a):
         return -a
+
+    def jvp(self, tangents, inputs, out):
+        return -tangents[0]
 
     def backward(self, grad):
         return -grad

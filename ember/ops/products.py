@@ -66,6 +66,12 @@ class MmBackward0(BinaryOp):
         self.flip = (_transposed(a), _transposed(b))
         return _low(a @ b, a)
 
+    def jvp(self, tangents, inputs, out):
+        (ta, tb), (a, b) = tangents, inputs
+        da = ta @ b if ta is not None else None
+        db = a @ tb if tb is not None else None
+        return db if da is None else da if db is None else da + db
+
     def backward(self, grad):
         a, b = _conj_saved(self)
         flip_a, flip_b = self.flip
@@ -161,6 +167,12 @@ class MatmulBackward0(BinaryOp):
 
     def forward(self, a, b):
         return _low(a @ b, a)
+
+    def jvp(self, tangents, inputs, out):
+        (ta, tb), (a, b) = tangents, inputs
+        da = ta @ b if ta is not None else None
+        db = a @ tb if tb is not None else None
+        return db if da is None else da if db is None else da + db
 
     def backward(self, grad):
         a, b = _conj_saved(self)

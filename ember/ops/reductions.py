@@ -97,6 +97,9 @@ class SumBackward0(Op):
             return xp_of(a).add.reduce(a, axis=None, dtype=host.float32).astype(a.dtype)
         return xp_of(a).add.reduce(a, axis=None, dtype=out_dtype)
 
+    def jvp(self, tangents, inputs, out):
+        return tangents[0].sum()
+
     def backward(self, grad):
         return grad.expand(self.shape)
 
@@ -116,6 +119,9 @@ class SumBackward1(Op):
             return xp_of(a).add.reduce(a, axis=dims, keepdims=keepdim,
                                        dtype=host.float32).astype(a.dtype)
         return xp_of(a).add.reduce(a, axis=dims, keepdims=keepdim, dtype=out_dtype)
+
+    def jvp(self, tangents, inputs, out):
+        return tangents[0].sum(self.dims, keepdim=self.keepdim)
 
     def backward(self, grad):
         return _expand_back(grad, self.shape, self.dims, self.keepdim)
@@ -137,6 +143,9 @@ class MeanBackward0(Op):
         if a.dtype.kind == "V":  # bfloat16: accumulate in float32, as torch
             return a.mean(dtype=host.float32).astype(a.dtype)
         return a.mean()
+
+    def jvp(self, tangents, inputs, out):
+        return tangents[0].mean()
 
     def backward(self, grad):
         n = math.prod(self.shape)
@@ -164,6 +173,9 @@ class MeanBackward1(Op):
         if a.dtype.kind == "V":  # bfloat16: accumulate in float32, as torch
             return a.mean(axis=dims, keepdims=keepdim, dtype=host.float32).astype(a.dtype)
         return a.mean(axis=dims, keepdims=keepdim)
+
+    def jvp(self, tangents, inputs, out):
+        return tangents[0].mean(self.dims, keepdim=self.keepdim)
 
     def backward(self, grad):
         n = math.prod([self.shape[d] for d in self.dims])

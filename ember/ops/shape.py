@@ -26,9 +26,11 @@ from ._registry import register
 # --------------------------------------------------------------------------- views
 
 class ViewOp(Op):
-    """Marker base: the forward returns a NumPy view of its input."""
+    """Marker base: the forward returns a NumPy view of its input. A view is linear: its
+    forward-mode tangent is the same view of the input's tangent (``forward_ad.propagate``)."""
 
     __slots__ = ()
+    linear = True
 
 
 def view_op(cls, x: Tensor, *params) -> Tensor:
