@@ -130,6 +130,15 @@ def record_op(node: Op, inputs, out) -> Tensor:
     return record(node, inputs, (out,), tuple([inputs[i] for i in node.save_inputs]))[0]
 
 
+def bilinear_jvp(tangents, inputs, product):
+    """The tangent of ``product(a, b)``, bilinear in its operands: ``product(ta, b) +
+    product(a, tb)`` (mul, mm, matmul); a missing tangent contributes nothing."""
+    (ta, tb), (a, b) = tangents, inputs
+    da = product(ta, b) if ta is not None else None
+    db = product(a, tb) if tb is not None else None
+    return db if da is None else da if db is None else da + db
+
+
 def is_dual(*xs) -> bool:
     """Whether a forward-AD level is open and one of ``xs`` carries a tangent: an op with a
     path of its own for unrecorded calls must then build its node anyway (``op_result``)."""

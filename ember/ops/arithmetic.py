@@ -12,6 +12,7 @@ forms.
 from __future__ import annotations
 
 import math
+import operator
 
 from .._backend import FLOAT_KINDS, host, is_array, xp_of
 from .._backend import dtypes as _dt
@@ -21,6 +22,7 @@ from ._op import (
     BinaryOp,
     Op,
     apply1,
+    bilinear_jvp,
     broadcast_error,
     promote,
     raw_operand,
@@ -229,10 +231,7 @@ class MulBackward0(BinaryOp):
         return a * b
 
     def jvp(self, tangents, inputs, out):
-        (ta, tb), (a, b) = tangents, inputs
-        da = ta * b if ta is not None else None
-        db = a * tb if tb is not None else None
-        return db if da is None else da if db is None else da + db
+        return bilinear_jvp(tangents, inputs, operator.mul)
 
     def backward(self, grad):
         a, b = self.saved()
@@ -280,7 +279,7 @@ class DivBackward0(BinaryOp):
             return a / b
 
     def jvp(self, tangents, inputs, out):
-        (ta, tb), (a, b) = tangents, inputs
+        (ta, tb), (_, b) = tangents, inputs
         da = ta / b if ta is not None else None
         db = -tb * out / b if tb is not None else None
         return db if da is None else da if db is None else da + db

@@ -4,6 +4,7 @@ top-level aliases of torch.linalg functions (det, inverse, svd, ...)."""
 
 from __future__ import annotations
 
+import operator
 import warnings
 from collections import namedtuple
 
@@ -11,7 +12,7 @@ from .._backend import dtypes as _dt
 from .._backend import from_numpy_dtype, host, xp_of
 from .._tensor import _CPP_NAMES, Tensor, _make, _wrap_dim
 from ..amp import _state as _amp
-from ._op import BinaryOp, Op, write_out
+from ._op import BinaryOp, Op, bilinear_jvp, write_out
 from ._registry import register
 from .arithmetic import scalar_name
 from .complex import conj_of
@@ -67,10 +68,7 @@ class MmBackward0(BinaryOp):
         return _low(a @ b, a)
 
     def jvp(self, tangents, inputs, out):
-        (ta, tb), (a, b) = tangents, inputs
-        da = ta @ b if ta is not None else None
-        db = a @ tb if tb is not None else None
-        return db if da is None else da if db is None else da + db
+        return bilinear_jvp(tangents, inputs, operator.matmul)
 
     def backward(self, grad):
         a, b = _conj_saved(self)
@@ -169,10 +167,7 @@ class MatmulBackward0(BinaryOp):
         return _low(a @ b, a)
 
     def jvp(self, tangents, inputs, out):
-        (ta, tb), (a, b) = tangents, inputs
-        da = ta @ b if ta is not None else None
-        db = a @ tb if tb is not None else None
-        return db if da is None else da if db is None else da + db
+        return bilinear_jvp(tangents, inputs, operator.matmul)
 
     def backward(self, grad):
         a, b = _conj_saved(self)
