@@ -10,7 +10,7 @@ import ember
 
 from .._tensor import Size, Tensor
 from . import constraints
-from .utils import _fmt, _size, lazy_property
+from .utils import _NUMBER, _fmt, _size, broadcast_all, lazy_property
 
 __all__ = ["Distribution"]
 
@@ -190,6 +190,28 @@ class Distribution:
                 f"Expected value argument ({type(value).__name__} of shape "
                 f"{tuple(value.shape)}) to be within the support ({support!r}) of the "
                 f"distribution {self!r}, but found invalid values:\n{_fmt(value)}")
+
+    def _set_params(self, validate_args: bool | None, **params) -> None:
+        """Store ``params`` broadcast against each other (``broadcast_all``) and take their
+        shape as the batch shape: empty when every one is a Python number, as torch's
+        location-scale families do."""
+        values = broadcast_all(*params.values())
+        for name, value in zip(params, values):
+            setattr(self, name, value)
+        numbers = all(isinstance(p, _NUMBER) for p in params.values())
+        Distribution.__init__(self, Size() if numbers else values[0].size(),
+                              validate_args=validate_args)
+
+    def _expand_params(self, cls: type, batch_shape: tuple, _instance, *names: str) -> Any:
+        """``expand`` for a distribution whose state is the parameters ``names``: a new
+        instance (of ``cls``) with each of them expanded to ``batch_shape``."""
+        new = self._get_checked_instance(cls, _instance)
+        batch_shape = _size(batch_shape)
+        for name in names:
+            setattr(new, name, getattr(self, name).expand(batch_shape))
+        Distribution.__init__(new, batch_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
 
     def _get_checked_instance(self, cls: type, _instance: Any = None) -> Any:
         if _instance is None and type(self).__init__ != cls.__init__:

@@ -9,7 +9,6 @@ import ember
 from .._tensor import Size, Tensor
 from . import constraints
 from .exp_family import ExponentialFamily
-from .utils import _NUMBER, _size, broadcast_all
 
 __all__ = ["Exponential"]
 
@@ -24,17 +23,10 @@ class Exponential(ExponentialFamily):
     _mean_carrier_measure = 0
 
     def __init__(self, rate: Tensor | float, validate_args: bool | None = None) -> None:
-        (self.rate,) = broadcast_all(rate)
-        batch_shape = Size() if isinstance(rate, _NUMBER) else self.rate.size()
-        super().__init__(batch_shape, validate_args=validate_args)
+        self._set_params(validate_args, rate=rate)
 
     def expand(self, batch_shape: tuple, _instance: Exponential | None = None) -> Exponential:
-        new = self._get_checked_instance(Exponential, _instance)
-        batch_shape = _size(batch_shape)
-        new.rate = self.rate.expand(batch_shape)
-        super(Exponential, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expand_params(Exponential, batch_shape, _instance, "rate")
 
     @property
     def mean(self) -> Tensor:

@@ -10,7 +10,6 @@ from .._tensor import Size, Tensor
 from . import constraints
 from ._ops import _standard_gamma, gammainc
 from .exp_family import ExponentialFamily
-from .utils import _NUMBER, _size, broadcast_all
 
 __all__ = ["Gamma"]
 
@@ -31,21 +30,10 @@ class Gamma(ExponentialFamily):
 
     def __init__(self, concentration: Tensor | float, rate: Tensor | float,
                  validate_args: bool | None = None) -> None:
-        self.concentration, self.rate = broadcast_all(concentration, rate)
-        if isinstance(concentration, _NUMBER) and isinstance(rate, _NUMBER):
-            batch_shape = Size()
-        else:
-            batch_shape = self.concentration.size()
-        super().__init__(batch_shape, validate_args=validate_args)
+        self._set_params(validate_args, concentration=concentration, rate=rate)
 
     def expand(self, batch_shape: tuple, _instance: Gamma | None = None) -> Gamma:
-        new = self._get_checked_instance(Gamma, _instance)
-        batch_shape = _size(batch_shape)
-        new.concentration = self.concentration.expand(batch_shape)
-        new.rate = self.rate.expand(batch_shape)
-        super(Gamma, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expand_params(Gamma, batch_shape, _instance, "concentration", "rate")
 
     @property
     def mean(self) -> Tensor:

@@ -10,7 +10,7 @@ import ember
 from .._tensor import Size, Tensor
 from . import constraints
 from .exp_family import ExponentialFamily
-from .utils import _NUMBER, _size, _standard_normal, broadcast_all
+from .utils import _NUMBER, _standard_normal
 
 __all__ = ["Normal"]
 
@@ -29,21 +29,10 @@ class Normal(ExponentialFamily):
 
     def __init__(self, loc: Tensor | float, scale: Tensor | float,
                  validate_args: bool | None = None) -> None:
-        self.loc, self.scale = broadcast_all(loc, scale)
-        if isinstance(loc, _NUMBER) and isinstance(scale, _NUMBER):
-            batch_shape = Size()
-        else:
-            batch_shape = self.loc.size()
-        super().__init__(batch_shape, validate_args=validate_args)
+        self._set_params(validate_args, loc=loc, scale=scale)
 
     def expand(self, batch_shape: tuple, _instance: Normal | None = None) -> Normal:
-        new = self._get_checked_instance(Normal, _instance)
-        batch_shape = _size(batch_shape)
-        new.loc = self.loc.expand(batch_shape)
-        new.scale = self.scale.expand(batch_shape)
-        super(Normal, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expand_params(Normal, batch_shape, _instance, "loc", "scale")
 
     @property
     def mean(self) -> Tensor:

@@ -10,7 +10,7 @@ from .._tensor import Size, Tensor
 from . import constraints
 from ._ops import _poisson
 from .exp_family import ExponentialFamily
-from .utils import _NUMBER, _size, broadcast_all
+from .utils import broadcast_all
 
 __all__ = ["Poisson"]
 
@@ -22,17 +22,10 @@ class Poisson(ExponentialFamily):
     support = constraints.nonnegative_integer
 
     def __init__(self, rate: Tensor | float, validate_args: bool | None = None) -> None:
-        (self.rate,) = broadcast_all(rate)
-        batch_shape = Size() if isinstance(rate, _NUMBER) else self.rate.size()
-        super().__init__(batch_shape, validate_args=validate_args)
+        self._set_params(validate_args, rate=rate)
 
     def expand(self, batch_shape: tuple, _instance: Poisson | None = None) -> Poisson:
-        new = self._get_checked_instance(Poisson, _instance)
-        batch_shape = _size(batch_shape)
-        new.rate = self.rate.expand(batch_shape)
-        super(Poisson, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expand_params(Poisson, batch_shape, _instance, "rate")
 
     @property
     def mean(self) -> Tensor:

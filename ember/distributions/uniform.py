@@ -7,7 +7,6 @@ import ember
 from .._tensor import Size, Tensor
 from . import constraints
 from .distribution import Distribution
-from .utils import _NUMBER, _size, broadcast_all
 
 __all__ = ["Uniform"]
 
@@ -20,12 +19,7 @@ class Uniform(Distribution):
 
     def __init__(self, low: Tensor | float, high: Tensor | float,
                  validate_args: bool | None = None) -> None:
-        self.low, self.high = broadcast_all(low, high)
-        if isinstance(low, _NUMBER) and isinstance(high, _NUMBER):
-            batch_shape = Size()
-        else:
-            batch_shape = self.low.size()
-        super().__init__(batch_shape, validate_args=validate_args)
+        self._set_params(validate_args, low=low, high=high)
 
     @property
     def arg_constraints(self) -> dict[str, constraints.Constraint]:
@@ -33,13 +27,7 @@ class Uniform(Distribution):
                 "high": constraints.greater_than(self.low)}
 
     def expand(self, batch_shape: tuple, _instance: Uniform | None = None) -> Uniform:
-        new = self._get_checked_instance(Uniform, _instance)
-        batch_shape = _size(batch_shape)
-        new.low = self.low.expand(batch_shape)
-        new.high = self.high.expand(batch_shape)
-        super(Uniform, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expand_params(Uniform, batch_shape, _instance, "low", "high")
 
     @property
     def mean(self) -> Tensor:
