@@ -25,8 +25,11 @@ import warnings
 import weakref
 
 from ..._backend import device_of, host, ndarray, to_device_array, to_host
+from ..._tensor import _make
 from ...autograd import engine
 from ...autograd.grad_mode import is_grad_enabled
+from ...distributed import _group, _mpi
+from ...distributed.collectives import Work
 from ..modules.module import Module
 
 _MIB = 1024 * 1024
@@ -67,14 +70,12 @@ class DistributedDataParallel(Module):
                  batched_grad_copy: bool = False,
                  forward_sync_buffers: bool | None = None) -> None:
         super().__init__()
-        from ... import distributed as dist  # loads the MPI layer only when DDP is used
-
         if device_mesh is not None or mixed_precision is not None or \
                 delay_all_reduce_named_params is not None:
             raise NotImplementedError("DistributedDataParallel: device_mesh, mixed_precision "
                                       "and delay_all_reduce_named_params are not supported by "
                                       "ember")
-        self.process_group = dist._group.resolve(process_group)
+        self.process_group = _group.resolve(process_group)
         ignore = set(getattr(module, "_ddp_params_and_buffers_to_ignore", ()))
         self.parameters_to_ignore = ignore
         named = [(n, p) for n, p in module.named_parameters() if n not in ignore]
@@ -197,9 +198,6 @@ class DistributedDataParallel(Module):
             self._next_bucket += 1
 
     def _launch(self, bucket: _Bucket) -> None:
-        from ...distributed import _mpi
-        from ...distributed.collectives import Work
-
         buf, offs = bucket.buffer, bucket.offsets
         for k, i in enumerate(bucket.params):
             grad = self._params[i].grad
@@ -238,7 +236,7 @@ class DistributedDataParallel(Module):
                         host.multiply(avg, scale, out=g._data)  # in place, as torch's
                         g._vc[0] += 1
                     else:
-                        p.grad = _tensor_from(to_device_array(avg * scale, device_of(p._data)))
+                        p.grad = _make(to_device_array(avg * scale, device_of(p._data)))
         finally:
             self._reset()
 
@@ -246,7 +244,6 @@ class DistributedDataParallel(Module):
         """Which parameters received a gradient on some rank (an all-reduce of flags)."""
         flags = host.ones(len(self._params), dtype=host.int32)
         flags[unused] = 0
-        from ...distributed import _mpi
         self.process_group._comm.Allreduce(_mpi.mpi().IN_PLACE, flags, op=_mpi.mpi().MAX)
         return [bool(f) for f in flags]
 
@@ -309,11 +306,6 @@ def _grad_ready_hook(ref, i: int):
         if ddp is not None:
             ddp._grad_ready(i)
     return hook
-
-
-def _tensor_from(array):
-    from ..._tensor import _make
-    return _make(array)
 
 
 def _broadcast_coalesced(tensors: list, pg) -> None:
