@@ -44,7 +44,8 @@ _LINEAR_MODULES = frozenset(("ember.ops.shape", "ember.ops.indexing", "ember.ops
 def complex_error(cls) -> RuntimeError:
     """The error of an op not yet complex-aware, on a complex tensor (see ``Op.complex_ok``)."""
     name = cls.__name__.split("Backward")[0].lower()
-    return RuntimeError(f"{name} does not support complex tensors yet in ember")
+    return RuntimeError(f"{name} does not support complex tensors yet in ember: apply it to "
+                        "real tensors (x.real, x.imag, x.abs() or torch.view_as_real(x))")
 
 
 class Op(Node):
@@ -63,7 +64,7 @@ class Op(Node):
     # whether forward and backward are right for complex tensors (torch's conjugate-Wirtinger
     # convention, ops/complex.py); the linear ops of the modules in ``_LINEAR_MODULES`` (views,
     # joins, indexing) are without changes. Any other op with a complex result raises
-    # ``not_complex_aware`` instead of giving wrong numbers.
+    # ``complex_error`` instead of giving wrong numbers.
     complex_ok: bool = False
 
     def __init_subclass__(cls, **kwargs) -> None:

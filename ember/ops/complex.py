@@ -30,11 +30,6 @@ def conj_of(t: Tensor) -> Tensor:
     return conj_physical(t) if t._data.dtype.kind == "c" else t
 
 
-def not_complex_aware(op: str) -> RuntimeError:
-    """The error of an op that does not handle complex tensors yet."""
-    return RuntimeError(f"{op} does not support complex tensors yet in ember")
-
-
 def _view(cls, x: Tensor, *params) -> Tensor:
     out = apply1(cls, x, *params)
     mark_view(out, x, (cls, params))
