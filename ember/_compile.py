@@ -1,15 +1,15 @@
-"""``ember.compile``: ``torch.compile``'s API, running eagerly.
+"""``ember.compile``: ``torch.compile``'s API over ember's capture and replay.
 
-ember has no graph compiler, so ``compile`` checks its arguments as torch does and returns a
-callable that behaves exactly as the original: a wrapper around a function, or, for a module,
-an ``OptimizedModule`` that wraps it as torch's does (its ``state_dict`` keys start with
-``_orig_mod.``, its attributes are the wrapped module's, ``_orig_mod`` is the module).
-A callable ``backend`` is accepted and never called: there is no graph to hand it.
+``compile`` checks its arguments as torch does and returns a ``Compiled`` callable
+(``_capture/compiled.py``): calls are captured once per signature as a flat program of array
+kernels and replayed without per-op Python. For a module it returns an ``OptimizedModule``
+that wraps it as torch's does (its ``state_dict`` keys start with ``_orig_mod.``, its
+attributes are the wrapped module's, ``_orig_mod`` is the module). Every backend name runs
+ember's capture; a callable ``backend`` is accepted and never called: ember hands no FX graph.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -50,18 +50,23 @@ class OptimizedModule(Module):
     registered as the child ``_orig_mod``."""
 
     _opt_mod_attributes = frozenset({"_orig_mod", "forward", "__dict__",
-                                     "_super_module_initialized"})
+                                     "_super_module_initialized", "_compiled"})
 
-    def __init__(self, mod: Module) -> None:
+    def __init__(self, mod: Module, compiled: Callable | None = None) -> None:
         # first: attribute access on self reaches _orig_mod (as in torch)
         object.__setattr__(self, "_orig_mod", mod)
         object.__setattr__(self, "_super_module_initialized", False)
+        object.__setattr__(self, "_compiled", compiled if compiled is not None else mod)
         super().__init__()
         self._super_module_initialized = True
         self._orig_mod = mod  # now registered as a child (the state_dict prefix)
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
-        return self._orig_mod(*args, **kwargs)
+        return self._compiled(*args, **kwargs)
+
+    def explain(self, *args: Any, **kwargs: Any):
+        """The graphs and graph breaks of one call (``torch._dynamo.explain``'s output)."""
+        return self._compiled.explain(*args, **kwargs)
 
     @property
     def training(self) -> bool:
@@ -131,14 +136,13 @@ def compile(model: Callable | None = None, *, fullgraph: bool = False,
                            f"{', '.join(_INDUCTOR_MODES)}")
     if disable:
         return model
+    from ._capture.compiled import Compiled  # lazy: capture loads on first compile
+
     if isinstance(model, Module):
-        return OptimizedModule(model)
+        return OptimizedModule(model, Compiled(model, fullgraph=fullgraph, dynamic=dynamic,
+                                               mode=mode, recompile_limit=recompile_limit))
     if not callable(model):
         raise AssertionError(  # noqa: TRY004 - torch's exception type
             f"A callable function is expected, but {type(model)} is provided.")
-
-    @functools.wraps(model)
-    def compiled(*args: Any, **kwargs: Any) -> Any:
-        return model(*args, **kwargs)
-
-    return compiled
+    return Compiled(model, fullgraph=fullgraph, dynamic=dynamic, mode=mode,
+                    recompile_limit=recompile_limit)

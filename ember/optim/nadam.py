@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .._backend import xp_of
+from .._backend.trace import symbolic as _symbolic
 from .adam import _check_betas, _update_moments
 from .optimizer import (
     Optimizer,
@@ -58,7 +59,7 @@ class NAdam(Optimizer):
         mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * momentum_decay)))
         mu_product_t = state["mu_product"]._data
         mu_product_t *= mu  # a float32 product, as torch's 0-d state tensor
-        mu_product = mu_product_t.item()
+        mu_product = _symbolic(mu_product_t)  # .item(); traced by ember.compile
 
         xp = xp_of(d)
         t = self._scratch(d)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import warnings
+import weakref
 from collections import defaultdict
 from collections.abc import Iterable
 from copy import deepcopy
@@ -23,6 +24,7 @@ from typing import Any
 
 from .._backend import dtypes as _dt
 from .._backend import host, xp_of
+from .._backend.trace import symbolic as _symbolic
 from .._tensor import Tensor, _make
 from ..autograd import enable_grad
 from ..utils.hooks import HookDict, add_hook
@@ -154,6 +156,9 @@ def _wrap_step(step):
     return wrapper
 
 
+_INSTANCES: weakref.WeakSet = weakref.WeakSet()  # every optimizer, for ember.compile's guards
+
+
 class Optimizer:
     """``torch.optim.Optimizer(params, defaults)``.
 
@@ -169,6 +174,7 @@ class Optimizer:
 
     def __init__(self, params, defaults: dict[str, Any]) -> None:
         self.defaults = defaults
+        _INSTANCES.add(self)
         self._optimizer_step_pre_hooks = HookDict()
         self._optimizer_step_post_hooks = HookDict()
         self._optimizer_state_dict_pre_hooks = HookDict()
@@ -197,6 +203,7 @@ class Optimizer:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+        _INSTANCES.add(self)
         for name in ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks",
                      "_optimizer_state_dict_pre_hooks", "_optimizer_state_dict_post_hooks",
                      "_optimizer_load_state_dict_pre_hooks",
@@ -390,7 +397,7 @@ class Optimizer:
                     if step_t is not None:
                         step_t = step_t._data
                         step_t += 1
-                        step = float(step_t)
+                        step = _symbolic(step_t)  # float(step_t); traced by ember.compile
                 d = p._data
                 g = grad._data
                 if maximize or coupled_decay != 0:

@@ -1,0 +1,682 @@
+"""``Compiled``: what ``ember.compile`` returns for a function: capture once, replay after.
+
+Per call signature (tensor arguments' shapes, dtypes and ``requires_grad``, other arguments'
+values, grad mode) the first call runs eagerly: it builds optimizer state, gradients and lazy
+modules as eager code does. The second captures (``capture.py``) and checks the capture by
+replaying it against the eager result of the same call, from the same state: a replay that
+differs is never used. Later calls whose guards hold replay it.
+
+What a replay is depends on the capture:
+
+* **whole step** (the call ran ``backward()`` itself, or grad mode is off): one program, from
+  the inputs to the outputs and to everything the call changed (parameters, gradients,
+  optimizer state, buffers);
+* **forward with a backward to come** (outputs require grad): the call's backward is captured
+  too, at capture time, as ``autograd.grad`` of the outputs with respect to every tensor that
+  requires grad; a replay returns outputs whose ``grad_fn`` is one ``CompiledFunctionBackward``
+  node, whose backward replays that program.
+
+A call that meets a graph break runs eagerly from the break on; its signature then stays eager
+(``fullgraph=True`` raises instead), and ``explain`` lists the breaks.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import time
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from .._backend import host, ndarray, trace
+from .._tensor import Tensor, _make
+from ..autograd.function import Function
+from ..autograd.grad_mode import no_grad
+from ..autograd.grad_mode import state as _grad_state
+from ..func._pytree import tree_flatten, tree_unflatten
+from .capture import Capture, rng_state, set_rng_state
+from .program import Program
+
+RECOMPILE_LIMIT = 8
+
+
+class Unsupported(RuntimeError):
+    """``torch._dynamo.exc.Unsupported``: ``fullgraph=True`` and the call breaks the graph."""
+
+
+class BreakInfo:
+    """One graph break: why, and the user's source line."""
+
+    __slots__ = ("reason", "where")
+
+    def __init__(self, reason: str, where: str) -> None:
+        self.reason = reason
+        self.where = where
+
+    def __repr__(self) -> str:
+        return f"GraphBreak(reason={self.reason!r}, where={self.where!r})"
+
+
+class Stats:
+    """What compiling cost and gave: captures, replays, eager calls, times."""
+
+    def __init__(self) -> None:
+        self.captures = 0
+        self.replays = 0
+        self.eager_calls = 0
+        self.recaptures = 0
+        self.capture_seconds = 0.0
+        self.kernels = 0
+
+    def __repr__(self) -> str:
+        return (f"Stats(captures={self.captures}, replays={self.replays}, "
+                f"eager_calls={self.eager_calls}, recaptures={self.recaptures}, "
+                f"kernels={self.kernels}, capture_seconds={self.capture_seconds:.4f})")
+
+
+class CompiledFunction(Function):
+    """The node of a compiled forward: its backward replays the captured backward program
+    (``CompiledFunctionBackward``, as torch names it)."""
+
+    @staticmethod
+    def forward(ctx, entry, inputs, *diff_inputs):
+        outs, saved = entry.run_forward(inputs)
+        ctx.entry = entry
+        ctx.saved = saved
+        return tuple([_make(o) for o in outs])
+
+    @staticmethod
+    def backward(ctx, *grads):
+        if _grad_state.grad_enabled:
+            raise RuntimeError("torch.compile with aot_autograd does not currently support "
+                               "double backward")
+        entry = ctx.entry
+        out = entry.bwd.fn(*[g._data for g in grads], *(ctx.saved or ()))
+        result = [None, None]
+        k = 0
+        for has in entry.grad_slots:
+            if has:
+                result.append(_make(out[k]))
+                k += 1
+            else:
+                result.append(None)
+        return tuple(result)
+
+
+class Entry:
+    """One captured graph: its guards, programs and effects."""
+
+    def __init__(self) -> None:
+        self.broken: BreakInfo | None = None
+        self.eager_reason: str | None = None
+        self.fwd: Program | None = None
+        self.bwd: Program | None = None
+        self.ext_guards: list = []  # (tensor, array, requires_grad)
+        self.grad_guards: list = []  # (tensor, grad)
+        self.module_guards: list = []  # (module, training)
+        self.scalar_guards: list = []  # (dict, key, value): optimizer hyperparameters
+        self.data_effects: list = []  # (tensor, index into the program's results)
+        self.grad_effects: list = []  # (tensor, value)
+        self.vc_effects: list = []  # (counter list, delta)
+        # the same for the tensors passed in, by position: they are new objects every call
+        self.input_grad_guards: list = []  # (k, grad was None)
+        self.input_grad_effects: list = []  # (k, index into the results, or None)
+        self.input_vc_effects: list = []  # (k, delta)
+        self.n_out = 0
+        self.out_spec = None
+        self.out_leaves: list = []  # ("res", k) | ("obj", obj) | ("input", i) | ("diff", j)
+        self.diff = False
+        self.grad_slots: list = []
+        self.diff_inputs: list = []
+        self.n_saved = 0
+        self._args: list = []  # the tensors passed to the call being replayed
+
+    def guards_hold(self) -> bool:
+        for t, a, rg in self.ext_guards:
+            if t._data is not a or t._requires_grad is not rg:
+                return False
+        for t, g, same in self.grad_guards:
+            cur = t._grad
+            if (cur is None) is not (g is None) or (same and cur is not g):
+                return False
+        for m, training in self.module_guards:
+            if m.training is not training:
+                return False
+        for d, k, v in self.scalar_guards:
+            if d.get(k) != v:
+                return False
+        return True
+
+    def run_forward(self, inputs: list):
+        res = self.fwd.fn(*inputs)
+        for t, k in self.data_effects:
+            t._data = res[k]
+        for t, g in self.grad_effects:
+            t._grad = g
+        for vc, d in self.vc_effects:
+            vc[0] += d
+        n = self.n_out
+        saved = res[len(res) - self.n_saved:] if self.n_saved else None
+        if self.input_grad_effects or self.input_vc_effects:
+            args_tensors = self._args
+            for k, j in self.input_grad_effects:
+                args_tensors[k]._grad = None if j is None else _make(res[j])
+            for k, d in self.input_vc_effects:
+                args_tensors[k]._vc[0] += d
+        return res[:n], saved
+
+    def run(self, args_tensors: list) -> Any:
+        self._args = args_tensors
+        inputs = [t._data for t in args_tensors]
+        if self.input_grad_guards:
+            for k, was_none in self.input_grad_guards:
+                if (args_tensors[k]._grad is None) is not was_none:
+                    raise trace.Diverged
+        if self.diff:
+            outs = CompiledFunction.apply(self, inputs, *self.diff_inputs)
+            if type(outs) is not tuple:
+                outs = (outs,)
+        else:
+            outs, _ = self.run_forward(inputs)
+        leaves = []
+        for kind, v in self.out_leaves:
+            if kind == "res":
+                leaves.append(outs[v] if self.diff else _make(outs[v]))
+            elif kind == "input":
+                leaves.append(args_tensors[v])
+            else:
+                leaves.append(v)
+        return tree_unflatten(leaves, self.out_spec)
+
+
+def _signature(leaves: list) -> tuple:
+    key = [_grad_state.grad_enabled]
+    for x in leaves:
+        if isinstance(x, Tensor):
+            d = x._data
+            key.append((d.shape, d.dtype, x._requires_grad, d.flags.c_contiguous))
+        elif x is None or isinstance(x, (bool, int, float, str)):
+            key.append((type(x), x))
+        else:
+            key.append(("id", id(x)))
+    return tuple(key)
+
+
+def _same(a, b) -> bool:
+    if not isinstance(a, ndarray) or not isinstance(b, ndarray):
+        return bool(a == b)
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.dtype.kind in "fc":
+        return bool(host.array_equal(a, b, equal_nan=True))
+    return bool(host.array_equal(a, b))
+
+
+def _modules_of(fn, leaves: list) -> list:
+    """Modules whose ``training`` flags a call of ``fn`` may read: in its arguments, bound
+    ``self``, closure and the globals its code names (one level, as dynamo's guards see)."""
+    from ..nn.modules.module import Module
+
+    found: dict[int, Any] = {}
+
+    def add(obj) -> None:
+        if isinstance(obj, Module) and id(obj) not in found:
+            for m in obj.modules():
+                found[id(m)] = m
+
+    for x in leaves:
+        add(x)
+    target = getattr(fn, "__func__", fn)
+    add(getattr(fn, "__self__", None))
+    add(fn)
+    code = getattr(target, "__code__", None)
+    if code is not None:
+        for cell in getattr(target, "__closure__", None) or ():
+            try:
+                add(cell.cell_contents)
+            except ValueError:
+                pass
+        g = getattr(target, "__globals__", {})
+        for name in code.co_names:
+            add(g.get(name))
+    return list(found.values())
+
+
+def _optimizers_of(touched: set) -> list:
+    from ..optim.optimizer import _INSTANCES
+
+    out = []
+    for opt in list(_INSTANCES):
+        for group in opt.param_groups:
+            if any(id(p) in touched for p in group["params"]):
+                out.append(opt)
+                break
+    return out
+
+
+class Compiled:
+    """A compiled callable (see the module docstring)."""
+
+    def __init__(self, fn: Callable, *, fullgraph: bool = False, dynamic: bool | None = None,
+                 mode: str | None = None, recompile_limit: int | None = None) -> None:
+        self.fn = fn
+        self.fullgraph = fullgraph
+        self.mode = mode
+        self.limit = RECOMPILE_LIMIT if recompile_limit is None else recompile_limit
+        self.entries: dict[tuple, list[Entry]] = {}
+        self.seen: dict[tuple, int] = {}
+        self.breaks: list[BreakInfo] = []
+        self.stats = Stats()
+        self._warned = False
+        functools.update_wrapper(self, fn)
+
+    # -- calling ---------------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        leaves, _ = tree_flatten((args, kwargs))
+        key = _signature(leaves)
+        entries = self.entries.get(key)
+        if entries:
+            for e in entries:
+                if e.broken is not None or e.eager_reason is not None:
+                    self.stats.eager_calls += 1
+                    return self.fn(*args, **kwargs)
+                if e.guards_hold():
+                    self.stats.replays += 1
+                    try:
+                        return e.run([x for x in leaves if isinstance(x, Tensor)])
+                    except trace.Diverged:
+                        self.stats.eager_calls += 1
+                        return self.fn(*args, **kwargs)
+        n = self.seen.get(key, 0)
+        self.seen[key] = n + 1
+        if n == 0 or (entries and len(entries) >= self.limit):
+            if entries and len(entries) >= self.limit and not self._warned:
+                self._warned = True
+                warnings.warn(f"ember.compile: {getattr(self.fn, '__name__', 'function')} hit "
+                              f"the recompile limit ({self.limit}): guards failed "
+                              f"{self.limit} times for one signature; running eagerly from "
+                              "now on", stacklevel=2)
+            self.stats.eager_calls += 1
+            return self.fn(*args, **kwargs)
+        if entries:
+            self.stats.recaptures += 1
+        return self._capture(key, args, kwargs, leaves)
+
+    # -- capturing -------------------------------------------------------------------------
+    def _capture(self, key, args, kwargs, leaves):
+        t0 = time.perf_counter()
+        entry = Entry()
+        self.stats.captures += 1
+        tensors = [x for x in leaves if isinstance(x, Tensor)]
+        out = self._capture_into(entry, args, kwargs, leaves, tensors)
+        self.entries.setdefault(key, []).append(entry)
+        self.stats.capture_seconds += time.perf_counter() - t0
+        return out
+
+    def _capture_into(self, entry: Entry, args, kwargs, leaves, tensors):
+        if len({id(t) for t in tensors}) != len(tensors):
+            entry.eager_reason = "the same tensor is passed twice"
+            return self.fn(*args, **kwargs)
+        cap = Capture()
+        rec = cap.rec
+        rec.fullgraph = self.fullgraph
+        from ..random import default_generator
+        cap.rng_used(default_generator)
+        grad_on = _grad_state.grad_enabled
+        diff_outs: list = []
+        diff_inputs: list = []
+        grads = None
+        out = None
+        brk = None
+        split = None
+        gos_refs: list = []
+        try:
+            with cap:
+                for t in tensors:
+                    cap.add_input(t)
+                try:
+                    out = self.fn(*args, **kwargs)
+                    out_leaves, out_spec = tree_flatten(out)
+                    if grad_on and cap.backward_runs == 0 and not rec.dead:
+                        diff_outs = [t for t in out_leaves if isinstance(t, Tensor)
+                                     and t._requires_grad and t._grad_fn is not None]
+                    split = len(rec.instrs)
+                    if diff_outs:
+                        diff_inputs = [t for t, _, _ in cap.ext_tensors.values()
+                                       if t._requires_grad]
+                        gos = []
+                        for t in diff_outs:
+                            a = trace.plain(t._data)
+                            g = rec.input(trace.ones_like(a))
+                            gos_refs.append(rec.ids[id(g)])
+                            gos.append(_make(g))
+                        from ..autograd import grad as _grad
+                        grads = _grad(diff_outs, diff_inputs, gos, retain_graph=True,
+                                      allow_unused=True)
+                        del gos, g
+                except trace.GraphBreak as gb:
+                    brk = gb
+        finally:
+            cap.restore()
+        if brk is not None:  # fullgraph: undo what the call changed, then raise
+            self._undo(cap)
+            self.breaks.append(BreakInfo(brk.reason, brk.where))
+            entry.broken = self.breaks[-1]
+            raise Unsupported(f"ember.compile(fullgraph=True): graph break at {brk.where}: "
+                              f"{brk.reason}")
+        if rec.broken is not None:
+            info = BreakInfo(rec.broken.reason, rec.broken.where)
+            self.breaks.append(info)
+            entry.broken = info
+            return out
+        held = {"out": out, "out_leaves": out_leaves, "diff_outs": diff_outs, "grads": grads}
+        del out, out_leaves, diff_outs, grads
+        try:
+            return self._build(entry, cap, held, out_spec, split, diff_inputs, gos_refs,
+                               leaves, tensors)
+        except _Eager as e:
+            entry.eager_reason = str(e)
+            warnings.warn(f"ember.compile: running {getattr(self.fn, '__name__', 'function')} "
+                          f"eagerly: {e}", stacklevel=4)
+            return held["out"]
+
+    def _undo(self, cap: Capture) -> None:
+        rec = cap.rec
+        for i, snap in rec.ext_snap.items():
+            host.copyto(rec.values[i], snap)
+        for gen, st in cap.rngs.values():
+            set_rng_state(gen, st)
+
+    def _build(self, entry: Entry, cap: Capture, held: dict, out_spec, split, diff_inputs,
+               gos_refs, leaves, tensors):
+        rec = cap.rec
+        out_leaves = held["out_leaves"]
+        diff_outs = held["diff_outs"]
+        grads = held["grads"]
+        ids = rec.ids
+        values = rec.values
+
+        def ref_of(t: Tensor) -> int:
+            a = t._data
+            i = ids.get(id(a))
+            if i is None:
+                raise _Eager("a tensor holds an array the capture did not follow")
+            return i
+
+        input_ids = {id(t): k for k, t in enumerate(tensors)}
+        # outputs
+        results: list[int] = []
+        out_kinds = []
+        diff_ids = {id(t) for t in diff_outs}
+        for x in out_leaves:
+            if isinstance(x, Tensor):
+                if id(x) in input_ids and not diff_ids:
+                    out_kinds.append(("input", input_ids[id(x)]))
+                elif id(x) in cap.ext_tensors and cap.ext_tensors[id(x)][2] == "ext" \
+                        and id(x) not in diff_ids:
+                    out_kinds.append(("obj", x))
+                else:
+                    out_kinds.append(("res", len(results)))
+                    results.append(ref_of(x))
+            elif isinstance(x, (trace.Traced, trace.SymFloat)):
+                raise _Eager("the function returns an array or number computed from tensors")
+            else:
+                out_kinds.append(("obj", x))
+        n_out = len(results)
+        # effects on tensors that existed before the call
+        data_effects = []
+        for tid, (t, orig, kind) in cap.ext_tensors.items():
+            i = ids.get(id(t._data))
+            oi = ids.get(id(orig))
+            if t._data is orig:
+                continue
+            if kind == "input":
+                raise _Eager("the function replaces an input tensor's data")
+            if i is None:
+                raise _Eager("a tensor's data was replaced by an array the capture did not "
+                             "follow")
+            data_effects.append((t, i))
+            del oi
+        # tensors made during the call and still alive (a new .grad, a stored activation); the
+        # eager outputs (and their graph) are let go first, unless the capture is not used
+        out_objs = {id(x) for x in out_leaves if isinstance(x, Tensor)}
+        grad_ids = {id(g) for g in (grads or ()) if g is not None}
+        in_graph = _graph_saved_ids(diff_outs)
+        for t in cap.alive_created():
+            if id(t) in out_objs or id(t) in grad_ids or id(t) in in_graph:
+                continue
+            i = ids.get(id(t._data))
+            if i is None:
+                continue
+            data_effects.append((t, i))
+        # .grad of the tensors passed in: set on each call's own tensors, as new tensors
+        input_grads = {}
+        for tid, (t, v) in cap.grad_writes.items():
+            if tid in input_ids:
+                input_grads[input_ids[tid]] = v
+        input_grad_objs = {id(v) for v in input_grads.values() if v is not None}
+        data_effects = [(t, i) for t, i in data_effects if id(t) not in input_grad_objs]
+        effect_refs = [i for _, i in data_effects]
+        entry.data_effects = [(t, n_out + k) for k, (t, _) in enumerate(data_effects)]
+        for k, v in input_grads.items():
+            if v is None:
+                entry.input_grad_effects.append((k, None))
+            else:
+                entry.input_grad_effects.append((k, n_out + len(effect_refs)))
+                effect_refs.append(ref_of(v))
+        entry.grad_effects = [(t, v) for tid, (t, v) in cap.grad_writes.items()
+                              if tid not in input_ids]
+        input_vcs = {id(t._vc): k for k, t in enumerate(tensors)}
+        for vc, v0 in cap.vcs.values():
+            if vc[0] != v0:
+                if id(vc) in input_vcs:
+                    entry.input_vc_effects.append((input_vcs[id(vc)], vc[0] - v0))
+                else:
+                    entry.vc_effects.append((vc, vc[0] - v0))
+        # guards
+        entry.ext_guards = [(t, orig, t._requires_grad)
+                            for t, orig, kind in cap.ext_tensors.values() if kind == "ext"
+                            and t._data is orig]
+        entry.grad_guards = [(t, g, g is not None and id(g) in cap.ext_tensors)
+                             for tid, (t, g) in cap.grad_reads.items() if tid not in input_ids]
+        entry.input_grad_guards = [(input_ids[tid], g is None)
+                                   for tid, (t, g) in cap.grad_reads.items() if tid in input_ids]
+        touched = set(cap.ext_tensors)
+        for opt in _optimizers_of(touched):
+            for group in opt.param_groups:
+                for k, v in group.items():
+                    if k != "params" and isinstance(v, (int, float, bool, tuple, str,
+                                                        type(None))):
+                        entry.scalar_guards.append((group, k, v))
+        entry.module_guards = [(m, m.training) for m in _modules_of(self.fn, leaves)]
+        # programs
+        input_refs = list(rec.inputs[:len(tensors)])
+        entry.n_out = n_out
+        entry.out_spec = out_spec
+        entry.out_leaves = out_kinds
+        if diff_outs:
+            fwd_instrs = rec.instrs[:split]
+            bwd_instrs = rec.instrs[split:]
+            grad_refs = []
+            entry.grad_slots = []
+            for g in grads:
+                if g is None:
+                    entry.grad_slots.append(False)
+                else:
+                    entry.grad_slots.append(True)
+                    grad_refs.append(ref_of(g))
+            fwd_defined = set(input_refs)
+            for ins in fwd_instrs:
+                fwd_defined.update(ins.outs)
+            needed = set()
+            bwd_defined = set(gos_refs)
+            for ins in bwd_instrs:
+                for i in _uses(ins):
+                    if i in fwd_defined and i not in bwd_defined:
+                        needed.add(i)
+                bwd_defined.update(ins.outs)
+            needed.update(i for i in grad_refs if i in fwd_defined)
+            saved = sorted(needed)
+            entry.bwd = Program(rec, bwd_instrs, gos_refs + saved, grad_refs)
+            # the backward program may not need all of them once dead code is gone
+            used = set()
+            for ins in entry.bwd.body:
+                used.update(_uses(ins))
+            used.update(grad_refs)
+            saved = [i for i in saved if i in used]
+            entry.bwd = Program(rec, bwd_instrs, gos_refs + saved, grad_refs)
+            entry.fwd = Program(rec, fwd_instrs, input_refs, results + effect_refs + saved,
+                                keep_alive=set(saved))
+            entry.n_saved = len(saved)
+            entry.diff = True
+            entry.diff_inputs = diff_inputs
+            self.stats.kernels += len(entry.fwd.body) + len(entry.bwd.body)
+        else:
+            entry.fwd = Program(rec, rec.instrs, input_refs, results + effect_refs)
+            self.stats.kernels += len(entry.fwd.body)
+        # check the capture: replay the call from the same state and compare with eager
+        reason = self._verify(entry, cap, tensors, results, effect_refs, diff_outs, grads)
+        if reason is not None:
+            raise _Eager(f"replaying the captured graph differs from eager ({reason})")
+        # the eager results were checked equal: return them (the replay's for a forward, so
+        # that its backward is the compiled one)
+        if diff_outs:
+            return entry.run(tensors)
+        leaves_out = []
+        for kind, v in out_kinds:
+            if kind == "res":
+                leaves_out.append(_make(values[results[v]]))
+            elif kind == "input":
+                leaves_out.append(tensors[v])
+            else:
+                leaves_out.append(v)
+        return tree_unflatten(leaves_out, out_spec)
+
+    def _verify(self, entry: Entry, cap: Capture, tensors, results, effect_refs, diff_outs,
+                grads) -> str | None:
+        rec = cap.rec
+        values = rec.values
+        post = {i: values[i].copy() for i in rec.ext_snap}
+        rng_post = {k: rng_state(gen) for k, (gen, _) in cap.rngs.items()}
+        self._undo(cap)
+        eager_vals = [values[i] for i in results + effect_refs]
+        try:
+            with no_grad():
+                res = entry.fwd.fn(*[t._data for t in tensors])
+                bres = None
+                if diff_outs:
+                    saved = res[len(res) - entry.n_saved:] if entry.n_saved else ()
+                    gos = [host.ones_like(values[i]) for i in entry.bwd.args[:len(diff_outs)]]
+                    bres = entry.bwd.fn(*gos, *saved)
+        except trace.Diverged:
+            return "a check on tensor values came out differently"
+        except Exception as e:  # noqa: BLE001 - reported, and the call stays eager
+            return f"{type(e).__name__}: {e}"
+        finally:
+            changed = []
+            for i, p in post.items():
+                if not _same(values[i], p):
+                    changed.append(i)
+                host.copyto(values[i], p)
+            rng_now = {k: rng_state(gen) for k, (gen, _) in cap.rngs.items()}
+            for k, (gen, _) in cap.rngs.items():
+                set_rng_state(gen, rng_post[k])
+        if changed:
+            return f"{len(changed)} state arrays end differently"
+        for k, v in enumerate(eager_vals):
+            if not _same(res[k], v):
+                return f"result {k} differs"
+        if bres is not None:
+            eager_grads = [g._data for g in grads if g is not None]
+            for k, v in enumerate(eager_grads):
+                if not _same(bres[k], v):
+                    return f"gradient {k} differs"
+        if rng_now != rng_post:
+            return "the random number generator ends in another state"
+        return None
+
+    # -- explain ---------------------------------------------------------------------------
+    def explain(self, *args, **kwargs) -> ExplainOutput:
+        """Capture a call (without replaying it) and report the graphs and breaks, like
+        ``torch._dynamo.explain``."""
+        probe = Compiled(self.fn, fullgraph=False)
+        probe.seen[_signature(tree_flatten((args, kwargs))[0])] = 1  # skip the warm-up
+        probe(*args, **kwargs)
+        return ExplainOutput(probe)
+
+
+def _graph_saved_ids(roots: list) -> set:
+    """The ids of the tensors the autograd graph of ``roots`` saves for its backward: alive
+    only for the eager graph of the capture call, they are no effect of the call."""
+    seen: set = set()
+    out: set = set()
+    stack = [t._grad_fn for t in roots if t._grad_fn is not None]
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        for s in getattr(node, "_saved", None) or ():
+            if isinstance(s, Tensor):
+                out.add(id(s))
+        for nxt, _ in getattr(node, "next_functions", ()) or ():
+            if nxt is not None:
+                stack.append(nxt)
+    return out
+
+
+class _Eager(Exception):
+    """This capture cannot be replayed (the message says why): the signature runs eagerly."""
+
+
+def _uses(ins) -> list:
+    from .program import uses
+    return uses(ins)
+
+
+class ExplainOutput:
+    """``torch._dynamo.explain``'s result: graph and break counts, the breaks with their
+    reasons and source lines, and the captured programs' kernel counts."""
+
+    def __init__(self, c: Compiled) -> None:
+        entries = [e for es in c.entries.values() for e in es]
+        self.graphs = [e for e in entries if e.fwd is not None]
+        self.graph_count = len(self.graphs)
+        self.break_reasons = list(c.breaks)
+        self.graph_break_count = len(c.breaks)
+        self.eager_reasons = [e.eager_reason for e in entries if e.eager_reason]
+        self.op_count = sum(len(e.fwd.body) + (len(e.bwd.body) if e.bwd else 0)
+                            for e in self.graphs)
+
+    def __str__(self) -> str:
+        lines = [f"Graph Count: {self.graph_count}",
+                 f"Graph Break Count: {self.graph_break_count}",
+                 f"Op Count: {self.op_count}"]
+        if self.break_reasons:
+            lines.append("Break Reasons:")
+            for k, b in enumerate(self.break_reasons, 1):
+                lines.append(f"  Break Reason {k}:")
+                lines.append(f"    Reason: {b.reason}")
+                lines.append(f"    User Stack: {b.where}")
+        for r in self.eager_reasons:
+            lines.append(f"Not replayed: {r}")
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+
+def explain(fn: Callable, *extra_args, **extra_kwargs):
+    """``torch._dynamo.explain(fn)(*args)``: the ``ExplainOutput`` of one captured call."""
+    if isinstance(fn, Compiled):
+        fn = fn.fn
+
+    def run(*args, **kwargs):
+        return Compiled(fn).explain(*args, **kwargs)
+
+    if extra_args or extra_kwargs:
+        return run(*extra_args, **extra_kwargs)
+    return run
+
+
+_ = sys
