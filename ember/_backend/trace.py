@@ -304,8 +304,8 @@ class Recorder:
         """The Python float of a one-element traced array, as a ``SymFloat`` that keeps
         recording the arithmetic done on it."""
         ref = self.ref_of(x)
-        value = float(self.values[ref.i])
-        return self._sym(float, (ref,), value)
+        value = self.values[ref.i].item()
+        return self._sym(_item, (ref,), value)
 
     def _sym(self, fn, args, value) -> SymFloat:
         instr = Instr(fn, args, {}, getattr(fn, "__name__", "scalar"))
@@ -319,6 +319,10 @@ class Recorder:
         s._ref = i
         self.keep.append(s)
         return s
+
+
+def _item(a) -> float:
+    return a.item()
 
 
 class Diverged(Exception):
@@ -470,7 +474,7 @@ def symbolic(x) -> float:
             return rec.symbolic(x)
         except _Stop:
             pass
-    return float(_pv(x)) if type(x) is Traced else float(x)
+    return (_pv(x) if type(x) is Traced else x).item()
 
 
 # -- the traced array ------------------------------------------------------------------------
