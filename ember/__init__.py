@@ -115,7 +115,7 @@ def set_printoptions(*args, **kwargs) -> None:
 _SUBMODULES = frozenset((
     "nn", "optim", "utils", "testing", "linalg", "viz", "backends", "accelerator", "amp", "jit",
     "onnx", "hub", "multiprocessing", "profiler", "serialization", "compiler", "cpu",
-    "distributed", "distributions", "special", "fft", "func",
+    "distributed", "distributions", "special", "fft", "func", "_dynamo",
 ))
 
 # top-level names defined in a lazily loaded module: name -> module

@@ -1,8 +1,9 @@
-"""``ember.compiler``: torch.compiler's API for code that runs eagerly.
+"""``ember.compiler``: torch.compiler's API over ember's capture (``ember.compile``).
 
-ember never compiles (``ember.compile`` returns an eager wrapper), so ``is_compiling()`` is
-always False and the decorators return what they decorate: code marked for the compiler
-runs exactly as it would without the marks.
+``is_compiling()`` is True while a call is being captured; ``disable`` keeps a function out of
+every capture (a graph break). The hints for torch's tracer (``allow_in_graph``,
+``assume_constant_result``, ``substitute_in_graph``) return what they decorate: ember's capture
+records array kernels, so Python-level hints change nothing.
 """
 
 from __future__ import annotations
@@ -23,12 +24,13 @@ _stance = {"stance": "default"}
 
 
 def is_compiling() -> bool:
-    """False: nothing in ember runs under a compiler."""
-    return False
+    """True while ``ember.compile`` captures a call (torch: while dynamo traces), else False."""
+    from ._backend.trace import state
+    return state.rec is not None and not state.rec.dead
 
 
 def is_dynamo_compiling() -> bool:
-    return False
+    return is_compiling()
 
 
 def is_exporting() -> bool:
@@ -36,15 +38,33 @@ def is_exporting() -> bool:
 
 
 def reset() -> None:
-    """Clears compiled code in torch; ember keeps none, so there is nothing to clear."""
+    """``torch.compiler.reset``: forget every capture, so each compiled callable captures
+    anew on its next calls."""
+    from ._capture.compiled import reset_all
+    reset_all()
 
 
 def disable(fn=None, recursive: bool = True, *, reason: str | None = None):
-    """``@torch.compiler.disable`` (bare or with arguments): the function itself, which ember
-    runs eagerly anyway."""
+    """``@torch.compiler.disable`` (bare or with arguments): calls of ``fn`` are never
+    captured. Inside a compiled call one ends the capture (a graph break, with ``reason``),
+    so that ``fn`` runs eagerly on every call, its Python effects included."""
     if fn is None:
-        return lambda f: f
-    return fn
+        return lambda f: disable(f, recursive, reason=reason)
+    import functools
+
+    from ._backend.trace import graph_break
+
+    why = f"a function marked torch.compiler.disable ({getattr(fn, '__qualname__', fn)})"
+    if reason:
+        why += f": {reason}"
+
+    @functools.wraps(fn)
+    def eager(*args, **kwargs):
+        graph_break(why)
+        return fn(*args, **kwargs)
+
+    eager._torchdynamo_disable = True
+    return eager
 
 
 def allow_in_graph(fn: _F) -> _F:

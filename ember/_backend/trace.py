@@ -31,7 +31,8 @@ import sys
 
 import numpy
 
-__all__ = ["Diverged", "GraphBreak", "Recorder", "Ref", "Traced", "active", "symbolic"]
+__all__ = ["Diverged", "GraphBreak", "Recorder", "Ref", "Traced", "active", "graph_break",
+           "symbolic"]
 
 ndarray = numpy.ndarray
 _generic = numpy.generic
@@ -131,7 +132,11 @@ class Recorder:
 
     # -- references ------------------------------------------------------------------------
     def _new(self, plain, kind: str) -> Traced:
-        t = plain.view(Traced)
+        self.busy += 1
+        try:
+            t = plain.view(Traced)
+        finally:
+            self.busy -= 1
         i = len(self.values)
         self.values.append(plain)
         self.refs.append(Ref(i, kind))
@@ -164,8 +169,12 @@ class Recorder:
         if type(x) is Traced:
             i = self.ids.get(id(x))
             if i is None:
-                self.fail("an array made from a traced one by an ndarray method that ember "
-                          "does not capture")
+                if x.__dict__.get("_untraced") or not isinstance(x.base, ndarray):
+                    self.fail("an array made from a traced one by an ndarray method that "
+                              "ember does not capture")
+                # a traced array kept from an earlier capture (a scratch buffer): the plain
+                # array it views is an external of this one
+                return self.ref_of(x.base)
             return self.refs[i]
         i = self.ids.get(id(x))
         if i is not None:
@@ -212,7 +221,8 @@ class Recorder:
         """``x`` with Traced arrays as the plain arrays they view, to run the kernel."""
         t = type(x)
         if t is Traced:
-            return self.values[self.ids[id(x)]]
+            i = self.ids.get(id(x))
+            return self.values[i] if i is not None else x.base  # (an earlier capture's)
         if t is SymFloat:
             return float.__float__(x)
         if t is tuple or t is list:
@@ -291,7 +301,7 @@ class Recorder:
         """``bool(x)`` for traced data, as a check the replay repeats: while nothing external
         has changed yet the replay can stop and rerun the call eagerly if the value differs
         (argument validation); after that it is a graph break."""
-        if self.ext_written:
+        if self.ext_written or self.fullgraph:
             self.fail(f"Python control flow on a value computed from tensors ({what}) after "
                       "the call changed state in place")
         ref = self.ref_of(x)
@@ -465,6 +475,18 @@ class SymFloat(float):
     __str__ = __repr__
 
 
+def graph_break(reason: str) -> None:
+    """End capture here if a call is being captured (a Python hook, a function marked
+    ``torch.compiler.disable``: code whose effects a replay would not repeat); the call goes
+    on eagerly. With ``fullgraph`` it raises ``GraphBreak``."""
+    rec = state.rec
+    if rec is not None and not rec.busy and not rec.dead:
+        try:
+            rec.fail(reason)
+        except _Stop:
+            pass
+
+
 def symbolic(x) -> float:
     """``float(x)`` for a one-element array: a ``SymFloat`` while capturing (so a step counter
     read as a Python number stays part of the trace), a plain float otherwise."""
@@ -532,7 +554,11 @@ class Traced(ndarray):
         return result
 
     def __array_finalize__(self, obj) -> None:
-        pass
+        # made by an ndarray method that is not recorded, while capturing: never to be used
+        # as an input of a recorded kernel (``ref_of``)
+        rec = state.rec
+        if rec is not None and not rec.busy:
+            self.__dict__["_untraced"] = True
 
 
 _PLAIN_VIEW = ndarray.view

@@ -26,6 +26,7 @@ import functools
 import sys
 import time
 import warnings
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -36,23 +37,46 @@ from ..autograd.grad_mode import no_grad
 from ..autograd.grad_mode import state as _grad_state
 from ..func._pytree import tree_flatten, tree_unflatten
 from .capture import Capture, rng_state, set_rng_state
+from .errors import Unsupported
 from .program import Program
 
 RECOMPILE_LIMIT = 8
+_ALL: weakref.WeakSet = weakref.WeakSet()  # every Compiled, for ``torch.compiler.reset``
 
 
-class Unsupported(RuntimeError):
-    """``torch._dynamo.exc.Unsupported``: ``fullgraph=True`` and the call breaks the graph."""
+def reset_all() -> None:
+    """Forget every capture (``torch.compiler.reset``/``torch._dynamo.reset``)."""
+    for c in list(_ALL):
+        c.reset()
+
+
+class _Routing:
+    """While a broken call runs eagerly, the modules it calls are compiled on their own."""
+
+    __slots__ = ("depth",)
+
+    def __init__(self) -> None:
+        self.depth = 0
+
+
+_routing = _Routing()
+
+
 
 
 class BreakInfo:
-    """One graph break: why, and the user's source line."""
+    """One graph break: why, and the user's source line (torch's ``GraphCompilationReason``:
+    ``reason`` and ``user_stack``)."""
 
     __slots__ = ("reason", "where")
 
     def __init__(self, reason: str, where: str) -> None:
         self.reason = reason
         self.where = where
+
+    @property
+    def user_stack(self) -> list[str]:
+        return [self.where]
 
     def __repr__(self) -> str:
         return f"GraphBreak(reason={self.reason!r}, where={self.where!r})"
@@ -259,17 +283,32 @@ class Compiled:
     """A compiled callable (see the module docstring)."""
 
     def __init__(self, fn: Callable, *, fullgraph: bool = False, dynamic: bool | None = None,
-                 mode: str | None = None, recompile_limit: int | None = None) -> None:
+                 mode: str | None = None, recompile_limit: int | None = None,
+                 nested: bool = False) -> None:
         self.fn = fn
+        self.nested = nested  # a module compiled on its own inside a broken call
+        self.children: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        _ALL.add(self)
         self.fullgraph = fullgraph
         self.mode = mode
-        self.limit = RECOMPILE_LIMIT if recompile_limit is None else recompile_limit
+        if recompile_limit is None:
+            from .._dynamo import config
+            recompile_limit = min(config.recompile_limit, config.cache_size_limit)
+        self.limit = recompile_limit
         self.entries: dict[tuple, list[Entry]] = {}
         self.seen: dict[tuple, int] = {}
         self.breaks: list[BreakInfo] = []
         self.stats = Stats()
         self._warned = False
         functools.update_wrapper(self, fn)
+
+    def reset(self) -> None:
+        """Forget this callable's captures and breaks."""
+        self.entries.clear()
+        self.seen.clear()
+        self.breaks.clear()
+        self.children = weakref.WeakKeyDictionary()
+        self._warned = False
 
     # -- calling ---------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
@@ -278,7 +317,10 @@ class Compiled:
         entries = self.entries.get(key)
         if entries:
             for e in entries:
-                if e.broken is not None or e.eager_reason is not None:
+                if e.broken is not None:
+                    self.stats.eager_calls += 1
+                    return self._run_broken(args, kwargs)
+                if e.eager_reason is not None:
                     self.stats.eager_calls += 1
                     return self.fn(*args, **kwargs)
                 if e.guards_hold():
@@ -302,6 +344,36 @@ class Compiled:
         if entries:
             self.stats.recaptures += 1
         return self._capture(key, args, kwargs, leaves)
+
+    def _run_broken(self, args, kwargs):
+        """A call whose capture broke: run it eagerly, each module it calls compiled on its
+        own (capture resumes after the break, module by module)."""
+        if self.nested or _routing.depth:
+            return self.fn(*args, **kwargs)
+        from ..nn.modules.module import Module
+
+        call = Module.__call__
+        top = self.fn
+        children = self.children
+
+        def route(mod, *a, **k):
+            if mod is top or _routing.depth:
+                return call(mod, *a, **k)
+            c = children.get(mod)
+            if c is None:
+                c = children[mod] = Compiled(mod, fullgraph=False, nested=True,
+                                             recompile_limit=self.limit)
+            _routing.depth += 1
+            try:
+                return c(*a, **k)
+            finally:
+                _routing.depth -= 1
+
+        Module.__call__ = route
+        try:
+            return self.fn(*args, **kwargs)
+        finally:
+            Module.__call__ = call
 
     # -- capturing -------------------------------------------------------------------------
     def _capture(self, key, args, kwargs, leaves):

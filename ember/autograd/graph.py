@@ -17,6 +17,7 @@ import itertools
 import sys
 
 from .._backend import as_array, from_numpy_dtype, host, ndarray
+from .._backend import trace as _trace
 from .._tensor import Tensor, _make
 from ..utils.hooks import HookDict, add_hook
 from .forward_ad import _OUTPUT_TANGENTS, set_tangent
@@ -278,6 +279,9 @@ def checked_hook_result(fn, grad: Tensor, res) -> Tensor:
 
 def run_pre_hooks(hooks: _NodeHooks, grads_in: list) -> list:
     """Tensor hooks on each output's gradient, retain_grad, then the node's pre-hooks."""
+    if _trace.state.rec is not None and (any(hooks.tensor_pre.values()) or hooks.pre):
+        _trace.graph_break("a Python hook on a gradient (Tensor.register_hook or a node "
+                           "pre-hook) runs in backward")
     for nr, registry in hooks.tensor_pre.items():
         for fn in list(registry.values()):
             g = grads_in[nr]
@@ -297,6 +301,8 @@ def run_pre_hooks(hooks: _NodeHooks, grads_in: list) -> list:
 
 
 def run_post_hooks(hooks: _NodeHooks, grads_out: tuple, grads_in: list) -> tuple:
+    if _trace.state.rec is not None and hooks.post:
+        _trace.graph_break("a Python hook on a graph node (Node.register_hook) runs in backward")
     for fn in list(hooks.post.values()):
         res = fn(grads_out, tuple(grads_in))
         if res is not None:
@@ -307,6 +313,9 @@ def run_post_hooks(hooks: _NodeHooks, grads_out: tuple, grads_in: list) -> tuple
 def run_leaf_hooks(var: Tensor, grad: Tensor | None) -> Tensor | None:
     extra = var._extra
     if grad is not None and extra is not None and extra.hooks:
+        if _trace.state.rec is not None:
+            _trace.graph_break("a Python hook on a leaf's gradient (Tensor.register_hook) runs "
+                               "in backward")
         for fn in list(extra.hooks.values()):
             res = fn(grad)
             if res is not None:
@@ -401,5 +410,8 @@ def accumulate_leaf(var: Tensor, grad, create_graph: bool, owned: bool = False) 
         old._data += grad
         old._vc[0] += 1
     if extra is not None and extra.post_acc_hooks:
+        if _trace.state.rec is not None:
+            _trace.graph_break("a post-accumulate-grad hook runs in backward "
+                               "(Tensor.register_post_accumulate_grad_hook)")
         for fn in list(extra.post_acc_hooks.values()):
             fn(var)

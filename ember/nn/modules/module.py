@@ -11,6 +11,7 @@ from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
 
 from ..._backend import dtypes
+from ..._backend import trace as _trace
 from ..._backend.device import device, to_device
 from ..._backend.dtypes import to_dtype
 from ..._tensor import Tensor
@@ -724,6 +725,9 @@ class Module:
                 or _global_forward_hooks or _global_backward_hooks
                 or _global_backward_pre_hooks):
             return self.forward(*args, **kwargs)
+        if _trace.state.rec is not None:
+            _trace.graph_break(f"a Python hook on {type(self).__name__} (forward or backward "
+                               "hooks run eagerly)")
         result = None
         called_always: set = set()
         try:
