@@ -302,8 +302,8 @@ class Recorder:
         has changed yet the replay can stop and rerun the call eagerly if the value differs
         (argument validation); after that it is a graph break."""
         if self.ext_written or self.fullgraph:
-            self.fail(f"Python control flow on a value computed from tensors ({what}) after "
-                      "the call changed state in place")
+            after = " after the call changed state in place" if self.ext_written else ""
+            self.fail(f"Python control flow on a value computed from tensors ({what}){after}")
         ref = self.ref_of(x)
         value = bool(self.values[ref.i])
         instr = Instr(_expect, (ref, value), {}, "check")

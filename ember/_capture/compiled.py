@@ -332,7 +332,10 @@ class Compiled:
                         return self.fn(*args, **kwargs)
         n = self.seen.get(key, 0)
         self.seen[key] = n + 1
-        if n == 0 or (entries and len(entries) >= self.limit):
+        if n == 0:  # the first call runs eagerly (it makes optimizer state, .grad, lazy
+            # parameters), traced only to find graph breaks (fullgraph raises here)
+            return self._capture(key, args, kwargs, leaves, build=False)
+        if entries and len(entries) >= self.limit:
             if entries and len(entries) >= self.limit and not self._warned:
                 self._warned = True
                 warnings.warn(f"ember.compile: {getattr(self.fn, '__name__', 'function')} hit "
@@ -376,17 +379,21 @@ class Compiled:
             Module.__call__ = call
 
     # -- capturing -------------------------------------------------------------------------
-    def _capture(self, key, args, kwargs, leaves):
+    def _capture(self, key, args, kwargs, leaves, build: bool = True):
         t0 = time.perf_counter()
         entry = Entry()
-        self.stats.captures += 1
         tensors = [x for x in leaves if isinstance(x, Tensor)]
-        out = self._capture_into(entry, args, kwargs, leaves, tensors)
-        self.entries.setdefault(key, []).append(entry)
+        if build:
+            self.stats.captures += 1
+        else:
+            self.stats.eager_calls += 1
+        out = self._capture_into(entry, args, kwargs, leaves, tensors, build)
+        if build or entry.broken is not None:
+            self.entries.setdefault(key, []).append(entry)
         self.stats.capture_seconds += time.perf_counter() - t0
         return out
 
-    def _capture_into(self, entry: Entry, args, kwargs, leaves, tensors):
+    def _capture_into(self, entry: Entry, args, kwargs, leaves, tensors, build: bool):
         if len({id(t) for t in tensors}) != len(tensors):
             entry.eager_reason = "the same tensor is passed twice"
             return self.fn(*args, **kwargs)
@@ -410,7 +417,7 @@ class Compiled:
                 try:
                     out = self.fn(*args, **kwargs)
                     out_leaves, out_spec = tree_flatten(out)
-                    if grad_on and cap.backward_runs == 0 and not rec.dead:
+                    if grad_on and cap.backward_runs == 0 and not rec.dead and build:
                         diff_outs = [t for t in out_leaves if isinstance(t, Tensor)
                                      and t._requires_grad and t._grad_fn is not None]
                     split = len(rec.instrs)
@@ -441,6 +448,8 @@ class Compiled:
             info = BreakInfo(rec.broken.reason, rec.broken.where)
             self.breaks.append(info)
             entry.broken = info
+            return out
+        if not build:
             return out
         held = {"out": out, "out_leaves": out_leaves, "diff_outs": diff_outs, "grads": grads}
         del out, out_leaves, diff_outs, grads
