@@ -104,7 +104,7 @@ class OptimizedModule(Module):
         return names + [n for n in super().__dir__() if n not in names]
 
     def __reduce__(self):
-        return (type(self), (self._orig_mod,))
+        return (type(self), (self._orig_mod, self._compiled))
 
 
 def compile(model: Callable | None = None, *, fullgraph: bool = False,

@@ -258,7 +258,7 @@ class Recorder:
         if result is None:
             return None
         for w in writes:  # a kernel returning its out= array: the caller's Traced one
-            if result is self.values[self.ids[id(w)]] or result is w:
+            if result is w or result is self.values[self.ids.get(id(w), 0)]:
                 instr.shape = "none"
                 return w
         t = type(result)

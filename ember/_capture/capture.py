@@ -93,8 +93,9 @@ class Capture:
     def __init__(self, fullgraph: bool = False) -> None:
         self.rec = trace.Recorder()
         self.ext_tensors: dict[int, list] = {}  # id -> [tensor, original array]
-        self.created: list = []  # weakrefs of the tensors made during the call
-        self.created_ids: set[int] = set()
+        # the tensors made during the call, by id, as weak references (an id may be reused
+        # once a tensor dies: ``is_created`` checks the reference too)
+        self.created: dict[int, weakref.ref] = {}
         self.grad_reads: dict[int, tuple] = {}  # id -> (tensor, value at first read)
         self.grad_writes: dict[int, tuple] = {}  # id -> (tensor, last value written)
         self.vcs: dict[int, list] = {}  # id(counter) -> [counter, value at first read]
@@ -123,13 +124,22 @@ class Capture:
         cap = self
         rec = self.rec
         ext_tensors = self.ext_tensors
-        created_ids = self.created_ids
+        created = self.created
+
+        def is_created(t) -> bool:
+            w = created.get(id(t))
+            return w is not None and w() is t
 
         def get_data(t):
             a = _DATA.__get__(t, Tensor)
-            if type(a) is trace.Traced or rec.busy:
+            if rec.busy:
                 return a
-            if id(t) not in ext_tensors and id(t) not in created_ids:
+            if type(a) is trace.Traced:
+                if id(a) in rec.ids:
+                    return a
+                a = a.base  # left by an earlier capture: the plain array it views
+                _DATA.__set__(t, a)
+            if id(t) not in ext_tensors and not is_created(t):
                 v = rec.external(a)
                 ext_tensors[id(t)] = [t, a, "ext"]
                 _DATA.__set__(t, v)
@@ -142,14 +152,13 @@ class Capture:
 
         def set_data(t, value):
             tid = id(t)
-            if tid not in ext_tensors and tid not in created_ids:
+            if tid not in ext_tensors and not is_created(t):
                 try:
                     old = _DATA.__get__(t, Tensor)
                 except AttributeError:
                     old = _MISSING
                 if old is _MISSING or type(old) is trace.Traced:
-                    created_ids.add(tid)
-                    cap.created.append(weakref.ref(t))
+                    created[tid] = weakref.ref(t)
                 else:
                     ext_tensors[tid] = [t, old, "ext"]
                     rec.external(old)
@@ -159,19 +168,19 @@ class Capture:
             g = _GRAD.__get__(t, Tensor)
             tid = id(t)
             if tid not in cap.grad_reads and tid not in cap.grad_writes \
-                    and tid not in created_ids:
+                    and not is_created(t):
                 cap.grad_reads[tid] = (t, g)
             return g
 
         def set_grad(t, value):
             tid = id(t)
             if tid not in cap.grad_reads and tid not in cap.grad_writes \
-                    and tid not in created_ids:
+                    and not is_created(t):
                 try:
                     cap.grad_reads[tid] = (t, _GRAD.__get__(t, Tensor))
                 except AttributeError:
                     pass
-            if tid not in created_ids:
+            if not is_created(t):
                 cap.grad_writes[tid] = (t, value)
             _GRAD.__set__(t, value)
 
@@ -225,7 +234,7 @@ class Capture:
     # -- after the call -----------------------------------------------------------------------
     def alive_created(self) -> list:
         out = []
-        for w in self.created:
+        for w in self.created.values():
             t = w()
             if t is not None:
                 out.append(t)

@@ -291,6 +291,7 @@ class Compiled:
         _ALL.add(self)
         self.fullgraph = fullgraph
         self.mode = mode
+        self.dynamic = dynamic
         if recompile_limit is None:
             from .._dynamo import config
             recompile_limit = min(config.recompile_limit, config.cache_size_limit)
@@ -302,6 +303,10 @@ class Compiled:
         self._warned = False
         functools.update_wrapper(self, fn)
 
+    def __reduce__(self):
+        """Pickled and copied as the function and options: the copy captures anew."""
+        return (_rebuild, (self.fn, self.fullgraph, self.mode, self.limit, self.nested))
+
     def reset(self) -> None:
         """Forget this callable's captures and breaks."""
         self.entries.clear()
@@ -312,6 +317,8 @@ class Compiled:
 
     # -- calling ---------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
+        if trace.state.rec is not None:  # inside another capture: part of that one
+            return self.fn(*args, **kwargs)
         leaves, _ = tree_flatten((args, kwargs))
         key = _signature(leaves)
         entries = self.entries.get(key)
@@ -705,6 +712,10 @@ def _graph_saved_ids(roots: list) -> set:
             if nxt is not None:
                 stack.append(nxt)
     return out
+
+
+def _rebuild(fn, fullgraph, mode, limit, nested) -> Compiled:
+    return Compiled(fn, fullgraph=fullgraph, mode=mode, recompile_limit=limit, nested=nested)
 
 
 class _Eager(Exception):

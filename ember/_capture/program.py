@@ -29,6 +29,9 @@ _VIEW_FNS = frozenset({"ndarray.reshape", "ndarray.transpose", "ndarray.T", "nda
                        "numpy.asanyarray"})
 
 
+USE_BUFFERS = True
+
+
 def _refs_in(x, acc: list) -> list:
     """The ``Ref``s inside an argument template, appended to ``acc``."""
     t = type(x)
@@ -97,7 +100,7 @@ class Program:
             body.append(ins)
         # -- out= buffers for ufunc results that stay inside the call
         buffers: dict[int, object] = {}
-        if optimize:
+        if optimize and USE_BUFFERS:
             for ins in body:
                 if type(ins.fn) is host.ufunc and ins.shape == "one" and "out" not in ins.kwargs \
                         and not getattr(ins, "scalar", False):

@@ -424,10 +424,14 @@ class Module:
         return self._apply(lambda t: t.to(dtypes.bfloat16) if t.is_floating_point() else t)
 
     def compile(self, *args, **kwargs) -> None:
-        """``nn.Module.compile``: torch compiles ``__call__`` in place; ember runs eagerly, so
-        this checks ``torch.compile``'s arguments and changes nothing."""
+        """``nn.Module.compile``: compile this module in place, as torch does; its calls go
+        through ``ember.compile``'s capture from now on (forward hooks stay eager: a module
+        with hooks is a graph break). The module itself, its type and ``state_dict`` keys do
+        not change."""
         from ..._compile import compile as _compile  # lazy: ember.compile loads on first use
-        _compile(self._call_impl, *args, **kwargs)
+        compiled = _compile(self.forward, *args, **kwargs)
+        if compiled is not self.forward:
+            self.__dict__["forward"] = compiled
 
     def to_empty(self, *, device=None, recurse: bool = True) -> Module:
         """Parameters and buffers become uninitialised tensors of the same shapes."""
