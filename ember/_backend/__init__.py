@@ -41,6 +41,9 @@ keep_freed_memory()  # see memory.py: freed arrays stay in the heap for the next
 host = numpy
 ndarray = numpy.ndarray
 generic = numpy.generic
+# NumPy's ndarray and its subclasses that compute on the host like it (the traced arrays of
+# ``ember.compile``'s capture, added by ``trace.py``): what host-only fast paths accept
+HOST_ARRAYS: set = {ndarray}
 
 # Array types of every loaded backend -> array module, and -> device. Backends add themselves.
 ARRAY_TYPES: tuple = (numpy.ndarray,)

@@ -667,6 +667,10 @@ def _prop(name: str):
     return property(get, set_)
 
 
+from . import HOST_ARRAYS  # noqa: E402 - after the class it registers
+
+HOST_ARRAYS.add(Traced)
+
 Traced.T = _prop("T")
 Traced.real = _prop("real")
 Traced.imag = _prop("imag")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 
-from .._backend import FLOAT_KINDS, device_of, host, ndarray, xp_of
+from .._backend import HOST_ARRAYS, FLOAT_KINDS, device_of, host, ndarray, xp_of
 from .._backend import dtypes as _dt
 from .._backend.device import device, to_device
 from .._tensor import Tensor, _make
@@ -226,7 +226,8 @@ def threshold_backward_array(g, x, threshold):
     copyto(where=) are slower still.
     """
     uint = _UINT_OF_SIZE.get(g.dtype.itemsize)
-    if type(g) is ndarray and type(x) is ndarray and g.dtype.kind == "f" and uint is not None \
+    if type(g) in HOST_ARRAYS and type(x) in HOST_ARRAYS and g.dtype.kind == "f" \
+            and uint is not None \
             and g.shape == x.shape:
         out = host.empty(g.shape, g.dtype)
         bits = out.view(uint)
