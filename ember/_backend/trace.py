@@ -458,11 +458,21 @@ class SymFloat(float):
         self._decide("!=")
         return float.__float__(self) != o
 
-    __hash__ = float.__hash__
+    def __hash__(self):  # a dict lookup on it (a cache) would bake its value in
+        self._decide("hash()")
+        return float.__hash__(self)
 
     def __int__(self):
         self._decide("int()")
         return int(float.__float__(self))
+
+    def __float__(self):  # a plain float would drop the recorded arithmetic: a break
+        self._decide("float()")
+        return float.__float__(self)
+
+    def __round__(self, n=None):
+        self._decide("round()")
+        return round(float.__float__(self), n)
 
     def __format__(self, spec):
         self._decide("formatting")

@@ -152,7 +152,7 @@ class Entry:
         self.out_leaves: list = []  # ("res", k) | ("obj", obj) | ("input", i) | ("diff", j)
         self.diff = False
         self.grad_slots: list = []
-        self.diff_inputs: list = []
+        self.diff_inputs: list = []  # (True, input position) or (False, tensor)
         self.n_saved = 0
         self._args: list = []  # the tensors passed to the call being replayed
 
@@ -198,7 +198,8 @@ class Entry:
                 if (args_tensors[k]._grad is None) is not was_none:
                     raise trace.Diverged
         if self.diff:
-            outs = CompiledFunction.apply(self, inputs, *self.diff_inputs)
+            outs = CompiledFunction.apply(self, inputs, *[
+                args_tensors[v] if k else v for k, v in self.diff_inputs])
             if type(outs) is not tuple:
                 outs = (outs,)
         else:
@@ -618,7 +619,9 @@ class Compiled:
                                 keep_alive=set(saved))
             entry.n_saved = len(saved)
             entry.diff = True
-            entry.diff_inputs = diff_inputs
+            # the tensors passed in are new every call: those by position, the rest by object
+            entry.diff_inputs = [(True, input_ids[id(t)]) if id(t) in input_ids else (False, t)
+                                 for t in diff_inputs]
             self.stats.kernels += len(entry.fwd.body) + len(entry.bwd.body)
         else:
             entry.fwd = Program(rec, rec.instrs, input_refs, results + effect_refs)
@@ -629,7 +632,8 @@ class Compiled:
             raise _Eager(f"replaying the captured graph differs from eager ({reason})")
         # the eager results were checked equal: return them (the replay's for a forward, so
         # that its backward is the compiled one)
-        if diff_outs:
+        if diff_outs:  # back to the state before the call, then the replay makes its effects
+            self._undo(cap)
             return entry.run(tensors)
         leaves_out = []
         for kind, v in out_kinds:

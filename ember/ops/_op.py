@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from .._backend import FLOAT_KINDS, as_array, from_numpy_dtype, host, ndarray, xp_of
 from .._backend import dtypes as _dt
+from .._backend.trace import SymFloat
 from .._tensor import Tensor, _make, _refresh_view
 from ..autograd.anomaly_mode import AnomalyMode, capture_trace
 from ..autograd.forward_ad import propagate as _propagate
@@ -36,6 +37,9 @@ from ..autograd.record import (
 )
 
 _new = object.__new__
+# Python numbers an op takes as they are (a traced float of ember.compile is one: it records
+# what is computed from it)
+_SCALARS = (float, int, bool, SymFloat)
 _FROM_NP = _dt._FROM_NP
 _LINEAR_MODULES = frozenset(("ember.ops.shape", "ember.ops.indexing", "ember.ops.inplace",
                              "ember.ops.creation"))
@@ -269,9 +273,9 @@ def promote(a, b, int_to_float: bool = False):
                 return ad.astype(target), bd.astype(target)
             return ad, bd
     elif ta:
-        if ad.dtype.kind == "f" and type(b) in (float, int, bool):
+        if ad.dtype.kind == "f" and type(b) in _SCALARS:
             return ad, bd
-    elif tb and bd.dtype.kind == "f" and type(a) in (float, int, bool):
+    elif tb and bd.dtype.kind == "f" and type(a) in _SCALARS:
         return ad, bd
     rt = _dt.result_type(a, b)
     if int_to_float and not rt.is_floating_point and not rt.is_complex:
@@ -279,11 +283,11 @@ def promote(a, b, int_to_float: bool = False):
     target = rt.np
     if ta and ad.dtype != target:
         ad = ad.astype(target)
-    elif not ta and rt.is_floating_point:
+    elif not ta and rt.is_floating_point and type(ad) is not SymFloat:
         ad = float(ad)
     if tb and bd.dtype != target:
         bd = bd.astype(target)
-    elif not tb and rt.is_floating_point:
+    elif not tb and rt.is_floating_point and type(bd) is not SymFloat:
         bd = float(bd)
     return ad, bd
 

@@ -14,6 +14,7 @@ import math
 import warnings
 
 from .._backend import dtypes as _dt
+from .._backend.trace import symbolic
 from .._backend import host, ndarray, xp_of
 from .._tensor import Tensor, _make
 from ..amp import _state as _amp
@@ -459,10 +460,11 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
         smooth = -lp.sum(class_dim)
     smooth = smooth.masked_fill(_make(ignore), 0.0)
     if reduction == "mean":
+        # (``symbolic``: float(); under ember.compile a traced number, not a graph break)
         if weight is not None:
-            denom = float(weight._data[target._data[~ignore]].sum())
+            denom = symbolic(weight._data[target._data[~ignore]].sum())
         else:
-            denom = float((~ignore).sum())
+            denom = symbolic((~ignore).sum())
         ret = smooth.sum() / denom
     elif reduction == "sum":
         ret = smooth.sum()

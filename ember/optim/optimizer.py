@@ -74,7 +74,7 @@ def _typename(obj) -> str:
 def _to_scalar(x):
     """A 1-element tensor option (``lr``, ``betas``) as a Python number; anything else as is."""
     if isinstance(x, Tensor):
-        return x._data.item()
+        return _symbolic(x._data)  # .item(); a traced float under ember.compile
     return x
 
 
