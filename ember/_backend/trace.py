@@ -298,15 +298,17 @@ class Recorder:
         return self.refs[i].kind == "input"
 
     def check(self, x, what: str) -> bool:
-        """``bool(x)`` for traced data, as a check the replay repeats: while nothing external
-        has changed yet the replay can stop and rerun the call eagerly if the value differs
-        (argument validation); after that it is a graph break."""
-        if self.ext_written or self.fullgraph:
-            after = " after the call changed state in place" if self.ext_written else ""
-            self.fail(f"Python control flow on a value computed from tensors ({what}){after}")
+        """``bool(x)`` for traced data, as a check the replay repeats: the replay stops before
+        anything external has changed and reruns the call eagerly if the value differs
+        (argument validation). A check made after an in-place change of state is recorded as
+        ``late``: the program moves it, with what it is computed from, to the start
+        (``program.hoist_checks``) if that does not depend on the change; else the capture is
+        not used. With ``fullgraph`` a check is a graph break, as in torch."""
+        if self.fullgraph:
+            self.fail(f"Python control flow on a value computed from tensors ({what})")
         ref = self.ref_of(x)
         value = bool(self.values[ref.i])
-        instr = Instr(_expect, (ref, value), {}, "check")
+        instr = Instr(_expect, (ref, value), {}, "check-late" if self.ext_written else "check")
         self.instrs.append(instr)
         return value
 

@@ -38,7 +38,7 @@ from ..autograd.grad_mode import state as _grad_state
 from ..func._pytree import tree_flatten, tree_unflatten
 from .capture import Capture, rng_state, set_rng_state
 from .errors import Unsupported
-from .program import Program
+from .program import Program, hoist_checks
 
 RECOMPILE_LIMIT = 8
 _ALL: weakref.WeakSet = weakref.WeakSet()  # every Compiled, for ``torch.compiler.reset``
@@ -584,8 +584,12 @@ class Compiled:
         entry.n_out = n_out
         entry.out_spec = out_spec
         entry.out_leaves = out_kinds
+        try:
+            fwd_part = hoist_checks(rec, rec.instrs[:split])
+        except ValueError as e:
+            raise _Eager(str(e)) from None
         if diff_outs:
-            fwd_instrs = rec.instrs[:split]
+            fwd_instrs = fwd_part
             bwd_instrs = rec.instrs[split:]
             grad_refs = []
             entry.grad_slots = []
@@ -624,7 +628,7 @@ class Compiled:
                                  for t in diff_inputs]
             self.stats.kernels += len(entry.fwd.body) + len(entry.bwd.body)
         else:
-            entry.fwd = Program(rec, rec.instrs, input_refs, results + effect_refs)
+            entry.fwd = Program(rec, fwd_part, input_refs, results + effect_refs)
             self.stats.kernels += len(entry.fwd.body)
         # check the capture: replay the call from the same state and compare with eager
         reason = self._verify(entry, cap, tensors, results, effect_refs, diff_outs, grads)

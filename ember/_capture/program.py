@@ -87,17 +87,48 @@ class Program:
                 for w in ins.writes:
                     live.add(w.i)
         kept.reverse()
-        # a write into a view reaches its base: everything a kept write aliases stays live
         self.instrs = kept
-        # -- hoisting views of externals
+        # -- constants folded, views of externals hoisted, common subexpressions shared
+        written = {_root(values, plain_ids, w.i) for ins in kept for w in ins.writes}
         hoisted: dict[int, object] = {}
+        alias: dict[int, int] = {}
         body = []
+        seen: dict = {}
+        constant: set[int] = set()
+        version: dict[int, int] = {}  # root -> how many writes so far
         for ins in kept:
-            if optimize and ins.name in _VIEW_FNS and not ins.writes and ins.shape == "one" \
-                    and _hoistable(ins, refs, hoisted, values):
-                hoisted[ins.outs[0]] = values[ins.outs[0]]
-                continue
+            if optimize and not ins.writes and ins.outs and _pure(ins):
+                rs = [alias.get(i, i) for i in uses(ins)]
+                roots = [_root(values, plain_ids, o) for o in ins.outs]
+                fixed = not any(r in written or r in escaping_roots for r in roots)
+                if fixed and all(i in constant for i in rs):
+                    # made from Python values alone (an index range, a zero to compare with)
+                    # and never written: the captured value serves every call
+                    for o in ins.outs:
+                        hoisted[o] = values[o]
+                        constant.add(o)
+                    continue
+                if ins.name in _VIEW_FNS and ins.shape == "one" \
+                        and _hoistable(ins, refs, hoisted, values, rs):
+                    # a view of an external array: the same view of the same array every call
+                    # (guards check the array is the same object)
+                    hoisted[ins.outs[0]] = values[ins.outs[0]]
+                    continue
+                if fixed:
+                    key = (ins.name, id(ins.fn), _key(ins.args, alias, version, values,
+                                                       plain_ids),
+                           _key(ins.kwargs, alias, version, values, plain_ids))
+                    prev = seen.get(key)
+                    if prev is not None and len(prev) == len(ins.outs):
+                        for o, p in zip(ins.outs, prev):
+                            alias[o] = p
+                        continue
+                    seen[key] = list(ins.outs)
+            for w in ins.writes:
+                r = _root(values, plain_ids, w.i)
+                version[r] = version.get(r, 0) + 1
             body.append(ins)
+        self.alias = alias
         # -- out= buffers for ufunc results that stay inside the call
         buffers: dict[int, object] = {}
         if optimize and USE_BUFFERS:
@@ -123,6 +154,7 @@ class Program:
         self.fn = self._generate(values, refs, defined)
 
     def _generate(self, values, refs, defined: set):
+        alias = self.alias
         consts: list = []
         const_ids: dict[int, str] = {}
 
@@ -137,6 +169,7 @@ class Program:
         bound: dict[int, str] = {}
 
         def ref(i: int) -> str:
+            i = alias.get(i, i)
             if i in self.hoisted:
                 if i not in bound:
                     bound[i] = const(self.hoisted[i])
@@ -207,9 +240,80 @@ def _asarray(x):
     return x if type(x) is ndarray else host.asarray(x)
 
 
-def _hoistable(ins, refs, hoisted: dict, values) -> bool:
+def hoist_checks(rec, instrs: list) -> list:
+    """``instrs`` with each late check (``Recorder.check``) moved to the front, together with
+    the kernels its value comes from (and those that wrote into their arrays before it), so
+    that a replay whose check fails has changed nothing yet. Raises ``ValueError`` when that
+    would change a value: the check reads external state, or an input written in place, or
+    what it comes from writes outside itself or draws random numbers."""
+    if not any(ins.name == "check-late" for ins in instrs):
+        return instrs
+    values = rec.values
+    plain_ids = {id(v): i for i, v in enumerate(values) if isinstance(v, ndarray)}
+    producer = {o: k for k, ins in enumerate(instrs) for o in ins.outs}
+    writers: dict[int, list[int]] = {}
+    for k, ins in enumerate(instrs):
+        for w in ins.writes:
+            writers.setdefault(_root(values, plain_ids, w.i), []).append(k)
+    moved: set[int] = set()
+    for k, ins in enumerate(instrs):
+        if ins.name != "check-late":
+            continue
+        cone = {k}
+        roots: set[int] = set()
+        stack = [k]
+        while stack:
+            for i in uses(instrs[stack.pop()]):
+                r = _root(values, plain_ids, i)
+                kind = rec.refs[r].kind
+                if kind == "ext" or (kind == "input" and any(j < k for j in
+                                                              writers.get(r, ()))):
+                    raise ValueError("a check on tensor values (bool()) depends on state the "
+                                     "call changes in place")
+                if kind == "res":
+                    roots.add(r)
+                for j in (producer.get(i), producer.get(r), *writers.get(r, ())):
+                    if j is not None and j < k and j not in cone:
+                        if not _pure(instrs[j]):
+                            raise ValueError("a check on tensor values (bool()) depends on "
+                                             "random numbers drawn in the call")
+                        cone.add(j)
+                        stack.append(j)
+        for j in cone:  # what the cone writes must be its own arrays
+            for w in instrs[j].writes:
+                if _root(values, plain_ids, w.i) not in roots:
+                    raise ValueError("a check on tensor values (bool()) depends on a kernel "
+                                     "that writes state")
+        moved |= cone
+    front = [ins for k, ins in enumerate(instrs) if k in moved]
+    return front + [ins for k, ins in enumerate(instrs) if k not in moved]
+
+
+def _pure(ins) -> bool:
+    """Whether a kernel's result depends on its arguments alone (no draw, no check, no
+    fresh array whose identity matters: those are only folded when never written)."""
+    return ins.fn is not trace._expect and type(ins.fn).__name__ != "_Draw"
+
+
+def _key(x, alias: dict, version: dict, values, plain_ids):
+    """A hashable image of an argument template: references (through ``alias``) with the
+    write count of the memory they view, constants by type and repr."""
+    t = type(x)
+    if t is trace.Ref:
+        i = alias.get(x.i, x.i)
+        r = _root(values, plain_ids, i)
+        return ("r", i, version.get(r, 0))
+    if t is tuple or t is list:
+        return (t.__name__,) + tuple(_key(v, alias, version, values, plain_ids) for v in x)
+    if t is dict:
+        return ("d",) + tuple((k, _key(v, alias, version, values, plain_ids))
+                              for k, v in sorted(x.items()))
+    return (t.__name__, repr(x))
+
+
+def _hoistable(ins, refs, hoisted: dict, values, rs=None) -> bool:
     """Whether a view kernel depends only on external arrays (and hoisted views of them)."""
-    rs = uses(ins)
+    rs = uses(ins) if rs is None else rs
     if not rs:
         return False
     for i in rs:
