@@ -112,9 +112,10 @@ def compile(model: Callable | None = None, *, fullgraph: bool = False,
             mode: str | None = None, options: dict[str, Any] | None = None,
             name: str | None = None, disable: bool = False, recompile_limit: int | None = None,
             isolate_recompiles: bool = False, shapes_spec: Any = None) -> Callable:
-    """``torch.compile``: checks the arguments as torch does and returns an eager equivalent:
-    ``OptimizedModule`` for a module, a ``functools.wraps`` wrapper for a function, ``model``
-    itself with ``disable=True``. Without ``model`` it is a decorator."""
+    """``torch.compile``: checks the arguments as torch does and returns a ``Compiled``
+    callable for a function, an ``OptimizedModule`` around one for a module, ``model`` itself
+    with ``disable=True``. Without ``model`` it is a decorator. Every ``backend``/``mode``
+    runs ember's capture and replay; shapes are always specialized (``dynamic`` accepted)."""
     if backend is None:
         from .compiler import get_default_backend  # lazy: compiler imports this module
         backend = get_default_backend()

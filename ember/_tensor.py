@@ -25,6 +25,7 @@ from ._backend import (
     xp_of,
 )
 from ._backend import dtypes as _dt
+from ._backend import trace as _trace
 from ._backend.device import device, to_device
 from .autograd.grad_mode import state as _grad_state
 from .utils.hooks import HookDict, add_hook
@@ -604,6 +605,9 @@ class Tensor:
         if self._requires_grad:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
+        if _trace.state.rec is not None:  # the data leaves for Python: ember.compile stops
+            _trace.graph_break("Tensor.numpy(): the data leaves for NumPy code")
+            return _trace.plain(self._data)
         return self._data
 
     def _check_host(self) -> None:
@@ -616,6 +620,10 @@ class Tensor:
         if self._requires_grad:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
+        if _trace.state.rec is not None:
+            _trace.graph_break("numpy.asarray(tensor): the data leaves for NumPy code")
+            data = _trace.plain(self._data)
+            return data if dtype is None else data.astype(dtype)
         return self._data if dtype is None else self._data.astype(dtype)
 
     def __array_wrap__(self, array, context=None, return_scalar: bool = False) -> Tensor:

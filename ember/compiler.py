@@ -118,7 +118,7 @@ def cudagraph_mark_step_begin() -> None:
 
 def list_backends(exclude_tags=("debug", "experimental")) -> list[str]:
     """torch 2.13's backend names (``torch.compiler.list_backends()``); ember accepts each and
-    runs eagerly."""
+    runs its own capture and replay for all of them."""
     from ._compile import _BACKENDS, _DEBUG_BACKENDS
     return sorted(_BACKENDS if exclude_tags else _BACKENDS | _DEBUG_BACKENDS)
 
@@ -134,8 +134,10 @@ def get_default_backend() -> str | Callable:
 
 def set_stance(stance: str = "default", *, skip_guard_eval_unsafe: bool = False,
                force_backend=None):
-    """Record the stance (torch: whether compiled code is used); every stance runs eagerly
-    here. Usable as a context manager or decorator, as in torch."""
+    """``torch.compiler.set_stance``: ``"force_eager"`` runs compiled callables eagerly,
+    ``"eager_on_recompile"`` runs eagerly where a new capture would be needed,
+    ``"fail_on_recompile"`` raises there; ``"default"`` captures and replays. Usable as a
+    context manager or decorator, as in torch."""
     import contextlib
 
     previous = _stance["stance"]

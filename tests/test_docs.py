@@ -16,7 +16,7 @@ BLOCK = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
 # pages whose python blocks are complete programs (others may show fragments)
 RUNNABLE = ("index.md", "getting-started.md", "tensors-and-dtypes.md", "autograd.md",
             "nn.md", "optim.md", "data.md", "serialization.md", "visualization.md",
-            "profiler.md")
+            "profiler.md", "compile.md", "namespaces.md")
 
 
 def _blocks(page: str) -> list[str]:

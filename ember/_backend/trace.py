@@ -79,6 +79,16 @@ def active() -> Recorder | None:
     return state.rec
 
 
+def _from_ember(f) -> bool:
+    """Whether frame ``f`` (or, past ``Tensor``'s own dunders such as ``__bool__``, its
+    caller) runs ember's own code, not the user's."""
+    while f is not None and f.f_globals.get("__name__") in ("ember._backend.trace",
+                                                             "ember._tensor"):
+        f = f.f_back
+    name = f.f_globals.get("__name__", "") if f is not None else ""
+    return name == "ember" or name.startswith("ember.")
+
+
 def user_frame() -> str:
     """``file:line`` of the innermost frame outside ember: where a graph break came from."""
     f = sys._getframe(1)
@@ -96,7 +106,7 @@ class Instr:
     the result unpacks (``"one"``, ``"tuple"``, or ``"none"`` when it is not used),
     ``writes`` the references it changes in place."""
 
-    __slots__ = ("args", "fn", "kwargs", "name", "outs", "scalar", "shape", "writes")
+    __slots__ = ("args", "fn", "kwargs", "name", "outs", "scalar", "shape", "where", "writes")
 
     def __init__(self, fn, args, kwargs, name: str) -> None:
         self.fn = fn
@@ -105,6 +115,7 @@ class Instr:
         self.name = name
         self.outs: list = []
         self.scalar = False  # NumPy returned a scalar (0-d inputs): replay makes it an array
+        self.where = ""  # the user's source line (checks)
         self.shape = "none"
         self.writes: list = []
 
@@ -156,6 +167,9 @@ class Recorder:
         t = self.ext_views.get(id(plain))
         if t is not None:
             return t
+        if not isinstance(plain, ndarray):
+            self.fail(f"arrays of another backend ({type(plain).__name__}): ember.compile "
+                      "captures NumPy (CPU) arrays")
         t = self._new(plain, "ext")
         i = self.ids[id(t)]
         self.ids[id(plain)] = i
@@ -304,11 +318,14 @@ class Recorder:
         ``late``: the program moves it, with what it is computed from, to the start
         (``program.hoist_checks``) if that does not depend on the change; else the capture is
         not used. With ``fullgraph`` a check is a graph break, as in torch."""
-        if self.fullgraph:
+        if self.fullgraph and not _from_ember(sys._getframe(2)):
+            # the user's own control flow: a break in torch too (ember's argument checks,
+            # which torch makes inside its kernels, stay checks)
             self.fail(f"Python control flow on a value computed from tensors ({what})")
         ref = self.ref_of(x)
         value = bool(self.values[ref.i])
         instr = Instr(_expect, (ref, value), {}, "check-late" if self.ext_written else "check")
+        instr.where = user_frame()
         self.instrs.append(instr)
         return value
 

@@ -45,12 +45,16 @@ class _RngProxy:
 
     def __getattr__(self, name: str):
         gen = self._gen
-        real = _RNG.__get__(gen)
+        rec = self._cap.rec
+        rec.busy += 1  # a generator made now (after manual_seed) is no kernel of the call
+        try:
+            real = _RNG.__get__(gen)
+        finally:
+            rec.busy -= 1
         attr = getattr(real, name)
         if not callable(attr) or name == "bit_generator":
             return attr
         self._cap.rng_used(gen)
-        rec = self._cap.rec
 
         def draw(*args, **kwargs):
             if rec.busy:

@@ -37,8 +37,9 @@ from ..autograd.grad_mode import no_grad
 from ..autograd.grad_mode import state as _grad_state
 from ..func._pytree import tree_flatten, tree_unflatten
 from .capture import Capture, rng_state, set_rng_state
+from ..compiler import _stance
 from .errors import Unsupported
-from .program import Program, hoist_checks
+from .program import CheckError, Program, hoist_checks
 
 RECOMPILE_LIMIT = 8
 _ALL: weakref.WeakSet = weakref.WeakSet()  # every Compiled, for ``torch.compiler.reset``
@@ -108,24 +109,42 @@ class CompiledFunction(Function):
         outs, saved = entry.run_forward(inputs)
         ctx.entry = entry
         ctx.saved = saved
+        ctx.diff_inputs = diff_inputs
         return tuple([_make(o) for o in outs])
 
     @staticmethod
     def backward(ctx, *grads):
-        if _grad_state.grad_enabled:
-            raise RuntimeError("torch.compile with aot_autograd does not currently support "
-                               "double backward")
         entry = ctx.entry
         out = entry.bwd.fn(*[g._data for g in grads], *(ctx.saved or ()))
         result = [None, None]
         k = 0
+        # with create_graph the gradients are right but carry a node that refuses a backward
+        # through them: torch's DelayedError for compiled graphs
+        delayed = _grad_state.grad_enabled
         for has in entry.grad_slots:
             if has:
-                result.append(_make(out[k]))
+                g = _make(out[k])
+                if delayed:
+                    g = DelayedError.apply(g, *ctx.diff_inputs)
+                result.append(g)
                 k += 1
             else:
                 result.append(None)
         return tuple(result)
+
+
+class DelayedError(Function):
+    """The gradient of a compiled graph taken with ``create_graph=True``: its own backward
+    raises torch's error (``DelayedErrorBackward``)."""
+
+    @staticmethod
+    def forward(ctx, value, *anchors):
+        return value.detach().clone() if hasattr(value, "detach") else value
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise RuntimeError("torch.compile with aot_autograd does not currently support double "
+                           "backward")
 
 
 class Entry:
@@ -139,6 +158,10 @@ class Entry:
         self.ext_guards: list = []  # (tensor, array, requires_grad)
         self.grad_guards: list = []  # (tensor, grad)
         self.module_guards: list = []  # (module, training)
+        # (dict, key, object): the tensors, modules and optimizers the function's globals and
+        # its modules' parameters/buffers/submodules are, by identity (a rebinding recaptures)
+        self.ref_guards: list = []
+        self.cell_guards: list = []  # (closure cell, object)
         self.scalar_guards: list = []  # (dict, key, value): optimizer hyperparameters
         self.data_effects: list = []  # (tensor, index into the program's results)
         self.grad_effects: list = []  # (tensor, value)
@@ -166,6 +189,12 @@ class Entry:
                 return False
         for m, training in self.module_guards:
             if m.training is not training:
+                return False
+        for d, k, v in self.ref_guards:
+            if d.get(k) is not v:
+                return False
+        for cell, v in self.cell_guards:
+            if cell.cell_contents is not v:
                 return False
         for d, k, v in self.scalar_guards:
             if d.get(k) != v:
@@ -268,6 +297,124 @@ def _modules_of(fn, leaves: list) -> list:
     return list(found.values())
 
 
+def _hyperparameters() -> dict:
+    """Every optimizer's param-group settings (Python numbers and the like): compared before
+    and after a captured call, and guarded on later calls."""
+    from ..optim.optimizer import _INSTANCES
+
+    out = {}
+    for opt in list(_INSTANCES):
+        out[id(opt)] = [tuple((k, v) for k, v in group.items() if k != "params"
+                              and isinstance(v, (int, float, bool, tuple, str, type(None))))
+                        for group in opt.param_groups]
+    return out
+
+
+def _reference_guards(fn, modules: list) -> tuple[list, list]:
+    """Guards on which objects the call reaches (see ``Entry.ref_guards``)."""
+    from ..nn.modules.module import Module
+    from ..optim.optimizer import Optimizer
+
+    kinds = (Tensor, Module, Optimizer)
+    refs = []
+    cells = []
+    target = getattr(fn, "__func__", fn)
+    code = getattr(target, "__code__", None)
+    if code is not None:
+        g = getattr(target, "__globals__", {})
+        for name in sorted(_code_names(code, set())):
+            v = g.get(name)
+            if isinstance(v, kinds):
+                refs.append((g, name, v))
+        for cell in getattr(target, "__closure__", None) or ():
+            try:
+                v = cell.cell_contents
+            except ValueError:
+                continue
+            if isinstance(v, kinds):
+                cells.append((cell, v))
+    for m in modules:
+        for d in (m._parameters, m._buffers, m._modules):
+            for k, v in d.items():
+                refs.append((d, k, v))
+    return refs, cells
+
+
+def _code_names(code, acc: set) -> set:
+    """The global names ``code`` and the functions defined in it read."""
+    acc.update(code.co_names)
+    for c in code.co_consts:
+        if hasattr(c, "co_names"):
+            _code_names(c, acc)
+    return acc
+
+
+def _snapshot(v):
+    """What a Python value is now, to notice a change: identity, and the items of a list,
+    dict or set (by identity), and a module's plain attributes."""
+    from ..nn.modules.module import Module
+
+    t = type(v)
+    if t is list or t is tuple:
+        return (id(v), tuple(map(id, v))) if len(v) <= 1000 else (id(v), len(v))
+    if t is dict:
+        return (id(v), tuple((k, id(x)) for k, x in v.items())) if len(v) <= 1000 \
+            else (id(v), len(v))
+    if t is set:
+        return (id(v), len(v))
+    if isinstance(v, Module):
+        return (id(v), tuple((k, id(x)) for k, x in v.__dict__.items()
+                             if isinstance(x, (int, float, str, bool, type(None), list, dict))))
+    return (id(v),)
+
+
+def _python_state(fn, leaves: list) -> dict:
+    """The Python values a call of ``fn`` can change that a replay would not: the globals its
+    code names, its closure, the modules it calls (their plain attributes, such as a step
+    counter) and the lists and dicts passed to it."""
+    out: dict = {}
+    target = getattr(fn, "__func__", fn)
+    code = getattr(target, "__code__", None)
+    if code is not None:
+        g = getattr(target, "__globals__", {})
+        for name in _code_names(code, set()):
+            if name in g:
+                out[name] = _snapshot(g[name])
+        for name, cell in zip(code.co_freevars, getattr(target, "__closure__", None) or ()):
+            try:
+                out[name] = _snapshot(cell.cell_contents)
+            except ValueError:
+                pass
+    for m in _modules_of(fn, leaves):
+        out[f"{type(m).__name__} attributes"] = _snapshot(m)
+    for k, x in enumerate(leaves):
+        if type(x) in (list, dict, set):
+            out[f"argument {k}"] = _snapshot(x)
+    return out
+
+
+def _changed_names(before: dict, after: dict) -> str:
+    names = [k for k, v in before.items() if after.get(k) != v]
+    return ", ".join(names[:3])
+
+
+def _settings_changed(before: dict, cap: Capture) -> bool:
+    """Whether an optimizer the call used has other settings now than ``before``."""
+    now = _hyperparameters()
+    for opt in _optimizers_of(set(cap.ext_tensors)):
+        a, b = before.get(id(opt)), now.get(id(opt))
+        if a is not b and a != b:
+            return True
+    return False
+
+
+def _optimizer_state() -> dict:
+    """A shallow copy of every optimizer's state (what a fullgraph error puts back)."""
+    from ..optim.optimizer import _INSTANCES
+
+    return {opt: {p: dict(st) for p, st in opt.state.items()} for opt in list(_INSTANCES)}
+
+
 def _optimizers_of(touched: set) -> list:
     from ..optim.optimizer import _INSTANCES
 
@@ -318,8 +465,8 @@ class Compiled:
 
     # -- calling ---------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        if trace.state.rec is not None:  # inside another capture: part of that one
-            return self.fn(*args, **kwargs)
+        if trace.state.rec is not None or _stance["stance"] == "force_eager":
+            return self.fn(*args, **kwargs)  # (inside another capture: part of that one)
         leaves, _ = tree_flatten((args, kwargs))
         key = _signature(leaves)
         entries = self.entries.get(key)
@@ -338,6 +485,17 @@ class Compiled:
                     except trace.Diverged:
                         self.stats.eager_calls += 1
                         return self.fn(*args, **kwargs)
+        stance = _stance["stance"]
+        if stance != "default" and self.entries:  # a new capture would be a recompile
+            if stance == "fail_on_recompile":
+                code = getattr(self.fn, "__code__", None)
+                raise RuntimeError("Detected recompile when torch.compile stance is "
+                                   "'fail_on_recompile'. filename: "
+                                   f"'{getattr(code, 'co_filename', '?')}', function name: "
+                                   f"'{getattr(self.fn, '__name__', '?')}'")
+            if stance == "eager_on_recompile":
+                self.stats.eager_calls += 1
+                return self.fn(*args, **kwargs)
         n = self.seen.get(key, 0)
         self.seen[key] = n + 1
         if n == 0:  # the first call runs eagerly (it makes optimizer state, .grad, lazy
@@ -405,7 +563,14 @@ class Compiled:
         if len({id(t) for t in tensors}) != len(tensors):
             entry.eager_reason = "the same tensor is passed twice"
             return self.fn(*args, **kwargs)
+        if any(type(t._data) is not ndarray for t in tensors):
+            entry.eager_reason = ("ember.compile captures NumPy (CPU) arrays; the inputs are "
+                                  "on another device")
+            return self.fn(*args, **kwargs)
         cap = Capture()
+        hyper = _hyperparameters()  # the optimizers' settings as the call starts
+        py_state = _python_state(self.fn, leaves)
+        opt_state = _optimizer_state() if self.fullgraph else None
         rec = cap.rec
         rec.fullgraph = self.fullgraph
         from ..random import default_generator
@@ -444,10 +609,19 @@ class Compiled:
                         del gos, g
                 except trace.GraphBreak as gb:
                     brk = gb
+                if brk is None and not rec.dead and _settings_changed(hyper, cap):
+                    # an LR scheduler stepped inside: Python state a replay would not change
+                    trace.graph_break("the call changes an optimizer's settings (an LR "
+                                      "scheduler stepped inside the compiled function?)")
+                if brk is None and not rec.dead:
+                    changed = _changed_names(py_state, _python_state(self.fn, leaves))
+                    if changed:
+                        trace.graph_break(f"the call changes Python state ({changed}): a "
+                                          "replay runs no Python, so it would not")
         finally:
             cap.restore()
         if brk is not None:  # fullgraph: undo what the call changed, then raise
-            self._undo(cap)
+            self._undo(cap, full=True, opt_state=opt_state)
             self.breaks.append(BreakInfo(brk.reason, brk.where))
             entry.broken = self.breaks[-1]
             raise Unsupported(f"ember.compile(fullgraph=True): graph break at {brk.where}: "
@@ -459,23 +633,43 @@ class Compiled:
             return out
         if not build:
             return out
-        held = {"out": out, "out_leaves": out_leaves, "diff_outs": diff_outs, "grads": grads}
+        held = {"out": out, "out_leaves": out_leaves, "diff_outs": diff_outs, "grads": grads,
+                "hyper": hyper}
         del out, out_leaves, diff_outs, grads
         try:
             return self._build(entry, cap, held, out_spec, split, diff_inputs, gos_refs,
                                leaves, tensors)
+        except _Broken as b:  # found when building the program: a graph break all the same
+            info = BreakInfo(b.reason, b.where)
+            self.breaks.append(info)
+            entry.broken = info
+            return held["out"]
         except _Eager as e:
             entry.eager_reason = str(e)
             warnings.warn(f"ember.compile: running {getattr(self.fn, '__name__', 'function')} "
                           f"eagerly: {e}", stacklevel=4)
             return held["out"]
 
-    def _undo(self, cap: Capture) -> None:
+    def _undo(self, cap: Capture, full: bool = False, opt_state: dict | None = None) -> None:
+        """Put back what the call changed: arrays that existed before it, random generators,
+        and (``full``, for a fullgraph error) tensors' arrays, ``.grad``, version counters and
+        optimizer state."""
         rec = cap.rec
         for i, snap in rec.ext_snap.items():
             host.copyto(rec.values[i], snap)
         for gen, st in cap.rngs.values():
             set_rng_state(gen, st)
+        if not full:
+            return
+        for t, orig, _ in cap.ext_tensors.values():
+            t._data = orig
+        for t, g in cap.grad_reads.values():
+            t._grad = g
+        for vc, v0 in cap.vcs.values():
+            vc[0] = v0
+        for opt, state in (opt_state or {}).items():
+            opt.state.clear()
+            opt.state.update(state)
 
     def _build(self, entry: Entry, cap: Capture, held: dict, out_spec, split, diff_inputs,
                gos_refs, leaves, tensors):
@@ -572,13 +766,14 @@ class Compiled:
         entry.input_grad_guards = [(input_ids[tid], g is None)
                                    for tid, (t, g) in cap.grad_reads.items() if tid in input_ids]
         touched = set(cap.ext_tensors)
+        hyper = held["hyper"]
         for opt in _optimizers_of(touched):
-            for group in opt.param_groups:
-                for k, v in group.items():
-                    if k != "params" and isinstance(v, (int, float, bool, tuple, str,
-                                                        type(None))):
-                        entry.scalar_guards.append((group, k, v))
-        entry.module_guards = [(m, m.training) for m in _modules_of(self.fn, leaves)]
+            for group, settings in zip(opt.param_groups, hyper.get(id(opt), ())):
+                for k, v in settings:
+                    entry.scalar_guards.append((group, k, v))
+        modules = _modules_of(self.fn, leaves)
+        entry.module_guards = [(m, m.training) for m in modules]
+        entry.ref_guards, entry.cell_guards = _reference_guards(self.fn, modules)
         # programs
         input_refs = list(rec.inputs[:len(tensors)])
         entry.n_out = n_out
@@ -586,8 +781,8 @@ class Compiled:
         entry.out_leaves = out_kinds
         try:
             fwd_part = hoist_checks(rec, rec.instrs[:split])
-        except ValueError as e:
-            raise _Eager(str(e)) from None
+        except CheckError as e:
+            raise _Broken(str(e), e.where) from None
         if diff_outs:
             fwd_instrs = fwd_part
             bwd_instrs = rec.instrs[split:]
@@ -724,6 +919,15 @@ def _graph_saved_ids(roots: list) -> set:
 
 def _rebuild(fn, fullgraph, mode, limit, nested) -> Compiled:
     return Compiled(fn, fullgraph=fullgraph, mode=mode, recompile_limit=limit, nested=nested)
+
+
+class _Broken(Exception):
+    """A graph break found when the program is built (a late check that cannot move)."""
+
+    def __init__(self, reason: str, where: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.where = where
 
 
 class _Eager(Exception):

@@ -68,7 +68,7 @@ class Program:
 
     def __init__(self, rec, instrs: list, args: list[int], results: list[int],
                  keep_alive: set[int] = frozenset(), optimize: bool = True) -> None:
-        self.rec = rec
+        # (the recorder is not kept: its captured arrays would outlive the capture)
         values = rec.values
         refs = rec.refs
         plain_ids = {id(v): i for i, v in enumerate(values) if isinstance(v, ndarray)}
@@ -240,6 +240,14 @@ def _asarray(x):
     return x if type(x) is ndarray else host.asarray(x)
 
 
+class CheckError(ValueError):
+    """A late check that cannot move to the front (``hoist_checks``); ``where`` is its line."""
+
+    def __init__(self, reason: str, where: str) -> None:
+        super().__init__(reason)
+        self.where = where
+
+
 def hoist_checks(rec, instrs: list) -> list:
     """``instrs`` with each late check (``Recorder.check``) moved to the front, together with
     the kernels its value comes from (and those that wrote into their arrays before it), so
@@ -266,24 +274,24 @@ def hoist_checks(rec, instrs: list) -> list:
             for i in uses(instrs[stack.pop()]):
                 r = _root(values, plain_ids, i)
                 kind = rec.refs[r].kind
-                if kind == "ext" or (kind == "input" and any(j < k for j in
-                                                              writers.get(r, ()))):
-                    raise ValueError("a check on tensor values (bool()) depends on state the "
-                                     "call changes in place")
+                if kind in ("ext", "input") and any(j < k for j in writers.get(r, ())):
+                    raise CheckError("Python control flow on a value computed from tensors "
+                                     "(bool()) after the call changed them in place", ins.where)
                 if kind == "res":
                     roots.add(r)
                 for j in (producer.get(i), producer.get(r), *writers.get(r, ())):
                     if j is not None and j < k and j not in cone:
                         if not _pure(instrs[j]):
-                            raise ValueError("a check on tensor values (bool()) depends on "
-                                             "random numbers drawn in the call")
+                            raise CheckError("Python control flow on random numbers drawn in "
+                                             "the call (bool())", ins.where)
                         cone.add(j)
                         stack.append(j)
         for j in cone:  # what the cone writes must be its own arrays
             for w in instrs[j].writes:
                 if _root(values, plain_ids, w.i) not in roots:
-                    raise ValueError("a check on tensor values (bool()) depends on a kernel "
-                                     "that writes state")
+                    raise CheckError("Python control flow on a value computed from tensors "
+                                     "(bool()) after the call changed state in place",
+                                     instrs[k].where)
         moved |= cone
     front = [ins for k, ins in enumerate(instrs) if k in moved]
     return front + [ins for k, ins in enumerate(instrs) if k not in moved]

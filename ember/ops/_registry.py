@@ -63,6 +63,19 @@ class OpInfo:
 REGISTRY: dict[str, OpInfo] = {}
 
 
+def _none_aware(fn: Callable) -> Callable:
+    """``==``/``!=`` with ``None`` on the right: Python's identity answer, as torch's Tensor
+    gives (``t == None`` is False, so ``[t] == [None]`` works); other operands as ``fn``."""
+    def op(self, other):
+        if other is None:
+            return NotImplemented
+        return fn(self, other)
+
+    op.__name__ = fn.__name__
+    op.__doc__ = fn.__doc__
+    return op
+
+
 def register(fn: Callable | None = None, *, name: str | None = None,
              method: bool | Callable = True, inplace: bool | Callable = False,
              aliases: tuple = (), operators: tuple = (), export: bool = True):
@@ -180,5 +193,7 @@ def bind(tensor_cls: type, inplace_form: Callable[[Callable, str], Callable]) ->
         for dunder in info.operators:
             if dunder.startswith("__i") and dunder not in ("__index__", "__int__", "__invert__"):
                 setattr(tensor_cls, dunder, inplace_form(info.fn, dunder))
+            elif dunder in ("__eq__", "__ne__"):
+                setattr(tensor_cls, dunder, _none_aware(info.fn))
             else:
                 setattr(tensor_cls, dunder, info.fn)
