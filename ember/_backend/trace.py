@@ -39,6 +39,7 @@ _generic = numpy.generic
 # NumPy's own functions, kept before capture swaps them for recording ones (``start``)
 _asarray = numpy.asarray
 ones_like = numpy.ones_like
+ones = numpy.ones
 
 
 class GraphBreak(Exception):
@@ -139,6 +140,9 @@ class Recorder:
         self.fullgraph = False
         self.broken: GraphBreak | None = None
         self.ext_views: dict[int, Traced] = {}
+        # results NumPy returned as scalars: kernels get them back as scalars, so arithmetic
+        # rounds as eager's does (a float32 scalar ** 1/3 is not a 0-d array's)
+        self.scalars: set[int] = set()
         self.ext_written = False  # an external changed in place so far (see ``check``)
 
     # -- references ------------------------------------------------------------------------
@@ -156,9 +160,12 @@ class Recorder:
         self.keep.append(t)
         return t
 
-    def input(self, plain) -> Traced:
+    def input(self, plain, snapshot: bool = True) -> Traced:
         t = self._new(plain, "input")
-        self.inputs.append(self.ids[id(t)])
+        i = self.ids[id(t)]
+        self.inputs.append(i)
+        if snapshot:  # put back before a check replay, as externals are
+            self.ext_snap[i] = ndarray.copy(plain)
         return t
 
     def external(self, plain) -> Traced:
@@ -227,7 +234,9 @@ class Recorder:
             return items if t is list else tuple(items)
         if t is dict:
             return {k: self.template(v) for k, v in x.items()}
-        if isinstance(x, ndarray):  # another subclass (a masked array): not followed
+        if isinstance(x, ndarray) or (hasattr(x, "__array_interface__")
+                                      and not isinstance(x, (_generic, type))):
+            # another subclass (a masked array), or an object NumPy reads memory through
             self.fail(f"a {t.__name__} array in a traced kernel")
         return x
 
@@ -236,7 +245,11 @@ class Recorder:
         t = type(x)
         if t is Traced:
             i = self.ids.get(id(x))
-            return self.values[i] if i is not None else x.base  # (an earlier capture's)
+            if i is None:
+                return x.base  # (an earlier capture's)
+            if i in self.scalars:  # NumPy gave a scalar here: compute as on one (NEP 50)
+                return self.values[i][()]
+            return self.values[i]
         if t is SymFloat:
             return float.__float__(x)
         if t is tuple or t is list:
@@ -282,16 +295,19 @@ class Recorder:
                 instr.scalar = True
             out = self._new(result, "res")
             instr.outs = [self.ids[id(out)]]
+            if instr.scalar:
+                self.scalars.add(instr.outs[0])
             instr.shape = "one"
             return out
         if t is tuple or t is list or (isinstance(result, tuple) and hasattr(result, "_fields")):
             items = []
             for r in result:
                 if type(r) is ndarray or isinstance(r, _generic):
-                    if type(r) is not ndarray:
-                        instr.scalar = True
                     o = self._new(_asarray(r), "res")
                     instr.outs.append(self.ids[id(o)])
+                    if type(r) is not ndarray:
+                        instr.scalar = True
+                        self.scalars.add(instr.outs[-1])
                     items.append(o)
                 else:
                     self.fail(f"{instr.name} returned a {type(r).__name__} inside a tuple")
@@ -578,8 +594,11 @@ class Traced(ndarray):
             writes = (kwargs["out"],)
         result = rec.call(func, args, kwargs, f"numpy.{name}", writes)
         if result is not None and not isinstance(result, (ndarray, tuple, list)) \
-                and name not in _FN_META:
-            rec.fail(f"numpy.{name} gives a Python value computed from tensors")
+                and name not in _FN_META and not rec.dead:
+            try:
+                rec.fail(f"numpy.{name} gives a Python value computed from tensors")
+            except _Stop:
+                pass
         return result
 
     def __array_finalize__(self, obj) -> None:
@@ -637,10 +656,43 @@ def _method(name: str, writes: bool):
         if name in ("sum", "max", "min", "mean", "prod", "any", "all", "std", "var") \
                 and kwargs.get("out") is not None:
             w = (kwargs["out"],)
-        result = rec.call(base, (self, *args), kwargs, f"ndarray.{name}", w)
+        fn = base if rec.ids.get(id(self)) not in rec.scalars else _scalar_method(name)
+        result = rec.call(fn, (self, *args), kwargs, f"ndarray.{name}", w)
         if writes and result is None:
             return None
         return result
+
+    method.__name__ = name
+    return method
+
+
+_SCALAR_METHODS: dict = {}
+
+
+def _scalar_method(name: str):
+    """``x.name(...)`` for a value NumPy gave as a scalar (its own method, not ndarray's)."""
+    fn = _SCALAR_METHODS.get(name)
+    if fn is None:
+        def call(x, *args, **kwargs):
+            return getattr(x, name)(*args, **kwargs)
+
+        call.__name__ = name
+        fn = _SCALAR_METHODS[name] = call
+    return fn
+
+
+def _scalar_operator(name: str, op):
+    """A Python operator on a value NumPy gave as a scalar: recorded as the operator, so it
+    computes with NumPy's scalar arithmetic as eager code did (which rounds differently from
+    a 0-d array's ufunc loop for some operations, such as a float32 ``** (1/3)``)."""
+    base = getattr(ndarray, name)
+
+    def method(self, *other):
+        rec = state.rec
+        if rec is not None and not rec.busy and not rec.dead \
+                and rec.ids.get(id(self)) in rec.scalars:
+            return rec.call(op, (self, *other), {}, f"operator.{op.__name__}")
+        return base(self, *other)
 
     method.__name__ = name
     return method
@@ -665,6 +717,27 @@ def _escape(name: str):
     method.__name__ = name
     return method
 
+
+_SWAPPED = {"__radd__": operator.add, "__rsub__": operator.sub, "__rmul__": operator.mul,
+            "__rtruediv__": operator.truediv, "__rpow__": operator.pow,
+            "__rfloordiv__": operator.floordiv, "__rmod__": operator.mod}
+
+
+def _reflected(op):
+    def swapped(a, b):
+        return op(b, a)
+
+    swapped.__name__ = f"r{op.__name__}"
+    return swapped
+
+
+for _n, _op in (("__add__", operator.add), ("__sub__", operator.sub), ("__mul__", operator.mul),
+                ("__truediv__", operator.truediv), ("__pow__", operator.pow),
+                ("__floordiv__", operator.floordiv), ("__mod__", operator.mod),
+                ("__neg__", operator.neg), ("__abs__", operator.abs)):
+    setattr(Traced, _n, _scalar_operator(_n, _op))
+for _n, _op in _SWAPPED.items():
+    setattr(Traced, _n, _scalar_operator(_n, _reflected(_op)))
 
 for _n in _METHODS:
     if hasattr(ndarray, _n) and _n != "__array__":
@@ -727,14 +800,25 @@ def _recording(name: str, orig):
     return fn
 
 
+_STRIDE_TRICKS = numpy.lib.stride_tricks
+# NumPy functions outside the top-level namespace that make views NumPy does not dispatch
+# (``as_strided`` builds its view through ``numpy.asarray`` of a stand-in object)
+_NESTED = ((_STRIDE_TRICKS, "as_strided"),)
+_nested_originals: dict = {}
+
+
 def start(rec: Recorder) -> None:
     """Make ``rec`` the active recorder and route NumPy's array makers through it."""
     state.rec = rec
     if not _originals:
         for name in _ALLOCATORS:
             _originals[name] = getattr(numpy, name)
+        for mod, name in _NESTED:
+            _nested_originals[(mod, name)] = getattr(mod, name)
     for name, orig in _originals.items():
         setattr(numpy, name, _recording(name, orig))
+    for (mod, name), orig in _nested_originals.items():
+        setattr(mod, name, _recording(name, orig))
 
 
 def stop() -> None:
@@ -742,6 +826,8 @@ def stop() -> None:
     state.rec = None
     for name, orig in _originals.items():
         setattr(numpy, name, orig)
+    for (mod, name), orig in _nested_originals.items():
+        setattr(mod, name, orig)
 
 
 def plain(x):

@@ -110,12 +110,23 @@ class CompiledFunction(Function):
         ctx.entry = entry
         ctx.saved = saved
         ctx.diff_inputs = diff_inputs
-        return tuple([_make(o) for o in outs])
+        result = tuple([_make(_array(o)) for o in outs])
+        pos = entry.diff_pos
+        if len(pos) != len(result):  # indices and the like: outside the graph, as in eager
+            ctx.mark_non_differentiable(*[r for k, r in enumerate(result) if k not in pos])
+        return result
 
     @staticmethod
     def backward(ctx, *grads):
         entry = ctx.entry
-        out = entry.bwd.fn(*[g._data for g in grads], *(ctx.saved or ()))
+        # upstream gradients in the layout the backward was captured with (C order)
+        arrays = [_contiguous(grads[k]._data) for k in entry.diff_pos]
+        try:
+            out = entry.bwd.fn(*arrays, *(ctx.saved or ()))
+        except trace.Diverged:
+            raise RuntimeError("ember.compile: a value check in a compiled backward came out "
+                               "differently than when it was captured; call "
+                               "torch.compiler.reset() or run this model eagerly") from None
         result = [None, None]
         k = 0
         # with create_graph the gradients are right but carry a node that refuses a backward
@@ -131,6 +142,15 @@ class CompiledFunction(Function):
             else:
                 result.append(None)
         return tuple(result)
+
+
+def _array(a):
+    """A NumPy scalar a replay made (as eager NumPy does) as the 0-d array a tensor holds."""
+    return a if type(a) is ndarray else host.asarray(a)
+
+
+def _contiguous(a):
+    return a if a.flags.c_contiguous else host.ascontiguousarray(a)
 
 
 class DelayedError(Function):
@@ -176,6 +196,7 @@ class Entry:
         self.diff = False
         self.grad_slots: list = []
         self.diff_inputs: list = []  # (True, input position) or (False, tensor)
+        self.diff_pos: list = []  # the outputs (among the results) that are differentiable
         self.n_saved = 0
         self._args: list = []  # the tensors passed to the call being replayed
 
@@ -204,7 +225,7 @@ class Entry:
     def run_forward(self, inputs: list):
         res = self.fwd.fn(*inputs)
         for t, k in self.data_effects:
-            t._data = res[k]
+            t._data = _array(res[k])
         for t, g in self.grad_effects:
             t._grad = g
         for vc, d in self.vc_effects:
@@ -214,7 +235,7 @@ class Entry:
         if self.input_grad_effects or self.input_vc_effects:
             args_tensors = self._args
             for k, j in self.input_grad_effects:
-                args_tensors[k]._grad = None if j is None else _make(res[j])
+                args_tensors[k]._grad = None if j is None else _make(_array(res[j]))
             for k, d in self.input_vc_effects:
                 args_tensors[k]._vc[0] += d
         return res[:n], saved
@@ -236,7 +257,7 @@ class Entry:
         leaves = []
         for kind, v in self.out_leaves:
             if kind == "res":
-                leaves.append(outs[v] if self.diff else _make(outs[v]))
+                leaves.append(outs[v] if self.diff else _make(_array(outs[v])))
             elif kind == "input":
                 leaves.append(args_tensors[v])
             else:
@@ -249,7 +270,7 @@ def _signature(leaves: list) -> tuple:
     for x in leaves:
         if isinstance(x, Tensor):
             d = x._data
-            key.append((d.shape, d.dtype, x._requires_grad, d.flags.c_contiguous))
+            key.append((d.shape, d.dtype, x._requires_grad, d.strides))
         elif x is None or isinstance(x, (bool, int, float, str)):
             key.append((type(x), x))
         else:
@@ -258,8 +279,7 @@ def _signature(leaves: list) -> tuple:
 
 
 def _same(a, b) -> bool:
-    if not isinstance(a, ndarray) or not isinstance(b, ndarray):
-        return bool(a == b)
+    a, b = host.asarray(a), host.asarray(b)
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
     if a.dtype.kind in "fc":
@@ -592,7 +612,8 @@ class Compiled:
                     out_leaves, out_spec = tree_flatten(out)
                     if grad_on and cap.backward_runs == 0 and not rec.dead and build:
                         diff_outs = [t for t in out_leaves if isinstance(t, Tensor)
-                                     and t._requires_grad and t._grad_fn is not None]
+                                     and t._requires_grad and t._grad_fn is not None
+                                     and id(t) not in cap.ext_tensors]
                     split = len(rec.instrs)
                     if diff_outs:
                         diff_inputs = [t for t, _, _ in cap.ext_tensors.values()
@@ -600,7 +621,7 @@ class Compiled:
                         gos = []
                         for t in diff_outs:
                             a = trace.plain(t._data)
-                            g = rec.input(trace.ones_like(a))
+                            g = rec.input(trace.ones(a.shape, a.dtype), snapshot=False)
                             gos_refs.append(rec.ids[id(g)])
                             gos.append(_make(g))
                         from ..autograd import grad as _grad
@@ -694,7 +715,7 @@ class Compiled:
         diff_ids = {id(t) for t in diff_outs}
         for x in out_leaves:
             if isinstance(x, Tensor):
-                if id(x) in input_ids and not diff_ids:
+                if id(x) in input_ids:
                     out_kinds.append(("input", input_ids[id(x)]))
                 elif id(x) in cap.ext_tensors and cap.ext_tensors[id(x)][2] == "ext" \
                         and id(x) not in diff_ids:
@@ -707,6 +728,10 @@ class Compiled:
             else:
                 out_kinds.append(("obj", x))
         n_out = len(results)
+        res_ids = [id(x) for x in out_leaves if isinstance(x, Tensor)
+                   and not (id(x) in input_ids or (id(x) in cap.ext_tensors
+                                                   and cap.ext_tensors[id(x)][2] == "ext"))]
+        entry.diff_pos = [k for k, tid in enumerate(res_ids) if tid in diff_ids]
         # effects on tensors that existed before the call
         data_effects = []
         for tid, (t, orig, kind) in cap.ext_tensors.items():
@@ -786,6 +811,9 @@ class Compiled:
         if diff_outs:
             fwd_instrs = fwd_part
             bwd_instrs = rec.instrs[split:]
+            if any(ins.fn is trace._expect for ins in bwd_instrs):
+                raise _Eager("its backward checks tensor values in Python, which a replayed "
+                             "backward could not redo eagerly")
             grad_refs = []
             entry.grad_slots = []
             for g in grads:

@@ -129,12 +129,14 @@ class Program:
                 version[r] = version.get(r, 0) + 1
             body.append(ins)
         self.alias = alias
-        # -- out= buffers for ufunc results that stay inside the call
+        # -- out= buffers for ufunc results that stay inside the call (and whose shape is the
+        # same on every call: not after a boolean mask or nonzero)
         buffers: dict[int, object] = {}
         if optimize and USE_BUFFERS:
+            dynamic = _dynamic_shapes(body, values)
             for ins in body:
                 if type(ins.fn) is host.ufunc and ins.shape == "one" and "out" not in ins.kwargs \
-                        and not getattr(ins, "scalar", False):
+                        and not getattr(ins, "scalar", False) and ins.outs[0] not in dynamic:
                     o = ins.outs[0]
                     v = values[o]
                     if _root(values, plain_ids, o) in escaping_roots or o in keep_alive:
@@ -208,17 +210,13 @@ class Program:
                 parts_kw.append(f"out={const(self.buffers[ins.outs[0]])}")
             else:
                 parts_kw = [f"{k}={expr(v)}" for k, v in kw.items()]
+            # (a kernel NumPy answers with a scalar gives one here too, as in eager code)
             call = f"{const(ins.fn)}({', '.join(parts + parts_kw)})"
-            if getattr(ins, "scalar", False):
-                call = f"{const(_asarray)}({call})"
             if ins.shape == "one" and ins.outs:
                 lines.append(f"    v{ins.outs[0]} = {call}")
             elif ins.shape == "tuple" and ins.outs:
                 names = ", ".join(f"v{o}" for o in ins.outs)
-                if getattr(ins, "scalar", False):
-                    lines.append(f"    {names}, = map({const(_asarray)}, {call[len(const(_asarray)) + 1:-1]})")
-                else:
-                    lines.append(f"    {names}, = {call}")
+                lines.append(f"    {names}, = {call}")
             else:
                 lines.append(f"    {call}")
         rets = ", ".join(ref(r) for r in self.results)
@@ -234,10 +232,6 @@ class Program:
 
     def __call__(self, *args):
         return self.fn(*args)
-
-
-def _asarray(x):
-    return x if type(x) is ndarray else host.asarray(x)
 
 
 class CheckError(ValueError):
@@ -295,6 +289,33 @@ def hoist_checks(rec, instrs: list) -> list:
         moved |= cone
     front = [ins for k, ins in enumerate(instrs) if k in moved]
     return front + [ins for k, ins in enumerate(instrs) if k not in moved]
+
+
+# kernels whose result's shape depends on the data
+_DATA_SHAPED = frozenset({"ndarray.nonzero", "numpy.nonzero", "numpy.unique", "numpy.argwhere",
+                          "numpy.flatnonzero", "numpy.extract", "ndarray.compress",
+                          "numpy.compress", "numpy.bincount", "numpy.histogram",
+                          "numpy.unique_values", "numpy.unique_counts", "numpy.unique_inverse",
+                          "numpy.unique_all", "numpy.trim_zeros", "numpy.arange",
+                          "numpy.linspace", "numpy.repeat", "ndarray.repeat"})
+
+
+def _dynamic_shapes(instrs: list, values) -> set[int]:
+    """The references whose shape may differ from call to call under the same guards: results
+    of data-shaped kernels, of boolean-mask indexing and of ``where(cond)``, and everything
+    computed from them."""
+    dynamic: set[int] = set()
+    for ins in instrs:
+        rs = uses(ins)
+        dyn = any(i in dynamic for i in rs) or ins.name in _DATA_SHAPED
+        if not dyn and ins.name == "ndarray.__getitem__":
+            dyn = any(getattr(values[i], "dtype", None) is not None
+                      and values[i].dtype.kind == "b" for i in rs[1:])
+        if not dyn and ins.name == "numpy.where" and len(ins.args) == 1:
+            dyn = True
+        if dyn:
+            dynamic.update(ins.outs)
+    return dynamic
 
 
 def _pure(ins) -> bool:
