@@ -9,13 +9,27 @@ in fresh processes, alternating, with threads pinned; medians of the per-step ti
 with the ember/torch ratio, for the training step and for the forward pass alone (no_grad), with
 each library's final loss as a sanity check.
 
-Run:  python benchmarks/cnn.py [--steps 20] [--repeats 5] [--threads 1] [--quick]
+``--compile`` adds the compiled variant: the whole step (zero_grad, forward, backward, SGD's
+step, returning the loss) wrapped in ``torch.compile``; the 3 warm-up steps make ember's calls
+1 and 2 its eager call and its capture, and every timed step a replay. Its row compares
+ember-compiled with eager torch; torch-compiled is shown as context.
+
+Run:  python benchmarks/cnn.py [--steps 20] [--repeats 5] [--threads 1] [--quick] [--compile]
                                [--json out.json]
 """
 
 from __future__ import annotations
 
-from _harness import alternate, medians, row, run_child, standalone
+from _harness import (
+    alternate,
+    capture_rows,
+    compiled_notes,
+    compiled_row,
+    medians,
+    row,
+    run_child,
+    standalone,
+)
 
 CHILD = r"""
 steps = int(args[0])
@@ -48,6 +62,9 @@ def train_step():
     return loss
 
 
+step = compile_step(train_step)
+
+
 def timed(fn, n):
     times = []
     for _ in range(n):
@@ -57,35 +74,44 @@ def timed(fn, n):
     return statistics.median(times)
 
 
-for _ in range(3):
-    train_step()
-step = timed(train_step, steps)
+first = warm_up(lambda i: step(), 3, step)
+train = timed(step, steps)
+check_replays(step, 3 + steps)
 with torch.no_grad():
-    fwd = timed(lambda: model(images), steps)
+    fwd = 0.0 if compiled else timed(lambda: model(images), steps)
     loss = float(loss_fn(model(images), labels))
-print(json.dumps({"train_step_ms": step * 1e3, "forward_ms": fwd * 1e3, "loss": loss}))
+print(json.dumps({"train_step_ms": train * 1e3, "forward_ms": fwd * 1e3, "loss": loss,
+                  **first}))
 """
 
 
-def collect(repeats: int = 5, threads: int = 1, quick: bool = False, steps: int = 20) -> dict:
+def collect(repeats: int = 5, threads: int = 1, quick: bool = False, steps: int = 20,
+            compile: bool = False) -> dict:
     if quick:
         steps = min(steps, 5)
-    runs = alternate(lambda lib: run_child(CHILD, lib, threads, steps), repeats)
+    runs = alternate(lambda v: run_child(CHILD, v, threads, steps), repeats, compile)
     med = medians(runs)
+    rows = [row("cnn_train", "CNN train step, SGD momentum", "ms", med, "train_step_ms"),
+            row("cnn_forward", "CNN forward, no_grad", "ms", med, "forward_ms")]
+    if compile:
+        rows += [compiled_row("cnn_train_compiled", "CNN train step, SGD momentum, compiled",
+                              "ms", med, "train_step_ms"),
+                 *capture_rows("cnn", "CNN train step", med)]
     return {
         "title": f"CNN on 64x1x28x28 (conv-relu-pool x2, linear; nn modules, cross-entropy, "
                  f"SGD momentum 0.9), {threads} thread(s), median of {repeats} processes x "
                  f"{steps} steps",
-        "rows": [row("cnn_train", "CNN train step, SGD momentum", "ms", med, "train_step_ms"),
-                 row("cnn_forward", "CNN forward, no_grad", "ms", med, "forward_ms")],
-        "notes": ["CNN final loss: " + ", ".join(f"{lib} {m['loss']:.4f}"
-                                                 for lib, m in med.items())],
+        "rows": rows,
+        "notes": ["CNN final loss: " + ", ".join(f"{v} {m['loss']:.4f}"
+                                                 for v, m in med.items()),
+                  *compiled_notes("CNN train step", runs, med)],
         "runs": runs,
     }
 
 
 def main() -> None:
-    standalone(__doc__, collect, steps=(int, 20, "timed steps per process"))
+    standalone(__doc__, collect, compiles=True,
+               steps=(int, 20, "timed steps per process"))
 
 
 if __name__ == "__main__":

@@ -10,8 +10,14 @@ ratio, from ``TARGETS``), whether it is met (yes/no) and by what margin, then a 
 (git-ignored), and each row's change against the latest saved run of the same kind (quick or
 full, same threads; or ``--compare FILE``) is printed.
 
+The workloads in ``COMPILED`` also run their step wrapped in ``torch.compile`` (each script's
+``--compile``): ember's compiled time over *eager* torch's, with torch's compiled time as
+context where ``torch.compile`` works here; ``--no-compile`` leaves them out and
+``--no-torch-compile`` skips the torch-compiled context.
+
 Run:  python benchmarks/run_all.py [--threads 1] [--repeats 5] [--quick] [--only NAME ...]
-                                   [--compare FILE] [--no-save] [--markdown]
+                                   [--no-compile] [--no-torch-compile] [--compare FILE]
+                                   [--no-save] [--markdown]
 """
 
 from __future__ import annotations
@@ -34,7 +40,7 @@ import lstm
 import mlp
 import overhead
 import two_layer
-from _harness import fmt
+from _harness import fmt, libraries, torch_compile_unavailable
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "results")
@@ -48,6 +54,8 @@ WORKLOADS = {
     "import": import_time.collect,
     "lstm": lstm.collect,
 }
+# The workloads with a compiled variant (their ``collect`` takes ``compile``).
+COMPILED = ("overhead", "two_layer", "mlp", "cnn", "lstm")
 
 # The performance issue's targets, all as ember/torch ratios (ember's time or memory over
 # torch's, lower is better): a row meets its target when its ratio is at most the limit. Rows
@@ -65,6 +73,12 @@ TARGETS = {
     "deep_chain_time": 1.0,
     "deep_chain_memory": 0.8,
     "import": 0.07,
+    # the step wrapped in ember.compile (replays), over eager torch's time
+    "overhead_fwd_bwd_compiled": 0.3,
+    "lstm_train_compiled": 0.5,
+    "two_layer_compiled": 0.7,
+    "mlp_train_compiled": 0.9,
+    "cnn_train_compiled": 0.9,
 }
 
 
@@ -79,14 +93,16 @@ def judge(row: dict) -> None:
     row["margin"] = None if row["met"] is None else ratio / limit - 1.0
 
 
-def summarize(rows: list[dict], workloads: list[str]) -> dict:
+def summarize(rows: list[dict], workloads: list[str], compiled: bool = True) -> dict:
     """How many targets were met, out of those measured; and the targets of the workloads run
-    that have no verdict (the workload failed, or torch is missing)."""
+    that have no verdict (the workload failed, or torch is missing). The compiled rows' targets
+    are expected only when ``compiled``."""
     judged = [r for r in rows if r["met"] is not None]
     verdicts = {r["key"] for r in judged}
     # Row keys are named after their workload: ``mlp`` gives ``mlp_train``, ``import`` ``import``.
     expected = [k for k in TARGETS
-                if any(k == name or k.startswith(name + "_") for name in workloads)]
+                if any(k == name or k.startswith(name + "_") for name in workloads)
+                and (compiled or not k.endswith("_compiled"))]
     return {"met": sum(r["met"] for r in judged), "measured": len(judged),
             "not_measured": [k for k in expected if k not in verdicts]}
 
@@ -150,22 +166,24 @@ def _margin(row: dict) -> str:
 
 
 def print_table(rows: list[dict]) -> None:
-    print(f"{'workload':<46}{'ember':>10}{'torch':>10}{'ember/torch':>13}{'target':>10}"
-          f"{'met':>5}{'margin':>8}")
+    print(f"{'workload':<56}{'ember':>10}{'torch':>10}{'ember/torch':>13}{'target':>10}"
+          f"{'met':>5}{'margin':>8}{'torch.compile':>15}")
     for r in rows:
-        print(f"{r['workload'] + ' (' + r['unit'] + ')':<46}{fmt(r['ember']):>10}"
+        print(f"{r['workload'] + ' (' + r['unit'] + ')':<56}{fmt(r['ember']):>10}"
               f"{fmt(r['torch']):>10}{fmt(r['ratio']):>13}{r['target'] or '-':>10}"
-              f"{_met(r):>5}{_margin(r):>8}")
+              f"{_met(r):>5}{_margin(r):>8}{fmt(r.get('torch_compiled')):>15}")
 
 
 def markdown_table(rows: list[dict], summary: dict | None = None) -> str:
-    lines = ["| workload | ember | torch | ember/torch | target | met | margin |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| workload | ember | torch | ember/torch | target | met | margin | torch.compile |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         met = {"no": "**no**", "-": "—"}.get(_met(r), _met(r))
         margin = "—" if r["margin"] is None else _margin(r)
+        compiled = r.get("torch_compiled")
         lines.append(f"| {r['workload']} ({r['unit']}) | {fmt(r['ember'])} | {fmt(r['torch'])} | "
-                     f"{fmt(r['ratio'])} | {r['target'] or '—'} | {met} | {margin} |")
+                     f"{fmt(r['ratio'])} | {r['target'] or '—'} | {met} | {margin} | "
+                     f"{'—' if compiled is None else fmt(compiled)} |")
     if summary is not None:
         lines += ["", summary_line(summary) + "."]
     return "\n".join(lines)
@@ -198,12 +216,19 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true",
                         help="one process per library and shorter workloads: a smoke test")
     parser.add_argument("--only", nargs="+", choices=list(WORKLOADS), help="run only these")
+    parser.add_argument("--no-compile", action="store_true",
+                        help="leave out the compiled variants (the rows ending in 'compiled')")
+    parser.add_argument("--no-torch-compile", action="store_true",
+                        help="skip torch.compile's context figures (it takes seconds to "
+                             "compile in every process)")
     parser.add_argument("--compare", help="results JSON to compare with (default: the latest "
                                           "of the same kind in benchmarks/results/)")
     parser.add_argument("--no-save", action="store_true", help="do not write a results file")
     parser.add_argument("--markdown", action="store_true",
                         help="also print the table in Markdown (for benchmarks/README.md)")
     args = parser.parse_args()
+    if args.no_torch_compile:
+        os.environ["EMBER_BENCH_TORCH_COMPILE"] = "0"
     repeats = args.repeats if args.repeats is not None else (1 if args.quick else 5)
     started = datetime.datetime.now()
     print(f"ember benchmark suite, {started:%Y-%m-%d %H:%M}, {args.threads} thread(s), "
@@ -214,8 +239,10 @@ def main() -> None:
     errors: dict[str, str] = {}
     for name in args.only or WORKLOADS:
         t = time.perf_counter()
+        options = {"compile": not args.no_compile} if name in COMPILED else {}
         try:
-            result = WORKLOADS[name](repeats=repeats, threads=args.threads, quick=args.quick)
+            result = WORKLOADS[name](repeats=repeats, threads=args.threads, quick=args.quick,
+                                     **options)
         # Keep going: one broken workload (a failing child process) should not hide the others.
         except (RuntimeError, OSError, ValueError, KeyError, subprocess.CalledProcessError):
             errors[name] = traceback.format_exc()
@@ -228,7 +255,7 @@ def main() -> None:
             judge(r)
             rows.append(r)
 
-    summary = summarize(rows, list(args.only or WORKLOADS))
+    summary = summarize(rows, list(args.only or WORKLOADS), compiled=not args.no_compile)
     print()
     print_table(rows)
     print(summary_line(summary))
@@ -247,7 +274,10 @@ def main() -> None:
     previous = previous_results(args.compare, path, args.quick, args.threads)
     if path:
         record = {"date": started.isoformat(timespec="seconds"), "threads": args.threads,
-                  "repeats": repeats, "quick": args.quick, "versions": versions(),
+                  "repeats": repeats, "quick": args.quick, "compile": not args.no_compile,
+                  "torch_compile": (torch_compile_unavailable() or "available")
+                  if not args.no_compile and "torch" in libraries() else None,
+                  "versions": versions(),
                   "rows": rows, "errors": errors, "summary": summary,
                   "details": {name: {k: v for k, v in r.items() if k != "rows"}
                               for name, r in details.items()}}

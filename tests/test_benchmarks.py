@@ -1,5 +1,6 @@
-"""The benchmark suite (benchmarks/): each workload runs in its smallest mode with ember alone,
-and run_all judges rows against its targets and counts them as the README says."""
+"""The benchmark suite (benchmarks/): each workload runs in its smallest mode with ember alone
+(with its compiled variant where it has one), and run_all judges rows against its targets and
+counts them as the README says."""
 
 from __future__ import annotations
 
@@ -31,10 +32,20 @@ def test_every_workload_has_a_smallest_mode():
     assert set(SMALLEST) == set(run_all.WORKLOADS)
 
 
+def test_every_compiled_target_names_a_workload_with_a_compiled_variant():
+    compiled = [k for k in run_all.TARGETS if k.endswith("_compiled")]
+    assert len(compiled) == 5
+    for key in compiled:
+        assert any(key.startswith(name + "_") for name in run_all.COMPILED), key
+
+
 @pytest.mark.parametrize("name", list(SMALLEST))
 def test_workload_runs_with_ember_alone(name, monkeypatch):
     monkeypatch.setenv("EMBER_BENCH_LIBS", "ember")
-    result = run_all.WORKLOADS[name](repeats=1, threads=1, quick=True, **SMALLEST[name])
+    # compiled, the child fails unless ember replayed every timed call
+    options = {"compile": True} if name in run_all.COMPILED else {}
+    result = run_all.WORKLOADS[name](repeats=1, threads=1, quick=True, **SMALLEST[name],
+                                     **options)
     assert result["rows"], name
     for row in result["rows"]:
         assert row["ember"] is not None and row["ember"] >= 0, row
@@ -45,6 +56,9 @@ def test_workload_runs_with_ember_alone(name, monkeypatch):
     # Every target of this workload names one of its rows (a renamed row would drop it silently).
     keys = {row["key"] for row in result["rows"]}
     assert set(run_all.summarize(result["rows"], [name])["not_measured"]) <= keys
+    if options:
+        assert {name + "_capture_time", name + "_capture_call"} <= keys
+        assert any(key.endswith("_compiled") for key in keys)
 
 
 def _row(key: str, ratio: float | None) -> dict:
@@ -70,11 +84,31 @@ def test_summary_counts_met_targets_and_names_the_unmeasured():
             _row("lstm_train", None)]
     for row in rows:
         run_all.judge(row)
-    summary = run_all.summarize(rows, ["mlp", "lstm"])
+    summary = run_all.summarize(rows, ["mlp", "lstm"], compiled=False)
     assert (summary["met"], summary["measured"]) == (1, 2)
     assert summary["not_measured"] == ["lstm_train", "lstm_forward", "lstm_train_memory"]
     assert run_all.summary_line(summary).startswith("1 of 2 targets met (3 not measured: ")
     table = run_all.markdown_table(rows, summary)
-    assert "| mlp_train (ms) | 1.00 | 1.11 | 0.90 | <= 1 | yes | -10% |" in table
+    assert "| mlp_train (ms) | 1.00 | 1.11 | 0.90 | <= 1 | yes | -10% | — |" in table
     assert table.endswith("1 of 2 targets met (3 not measured: lstm_train, lstm_forward, "
                           "lstm_train_memory).")
+
+
+def test_summary_expects_compiled_targets_only_when_compiled_variants_ran():
+    rows = [_row("mlp_train", 0.9)]
+    run_all.judge(rows[0])
+    assert "mlp_train_compiled" in run_all.summarize(rows, ["mlp"])["not_measured"]
+    assert "mlp_train_compiled" not in run_all.summarize(rows, ["mlp"],
+                                                         compiled=False)["not_measured"]
+
+
+def test_compiled_row_compares_with_eager_torch_and_shows_torch_compiled():
+    harness = importlib.import_module("_harness")
+    med = {"ember": {"ms": 4.0}, "torch": {"ms": 5.0}, "ember_compiled": {"ms": 2.0},
+           "torch_compiled": {"ms": 3.0}}
+    row = harness.compiled_row("mlp_train_compiled", "MLP, compiled", "ms", med, "ms")
+    assert (row["ember"], row["torch"], row["ratio"], row["torch_compiled"]) == (2.0, 5.0, 0.4,
+                                                                              3.0)
+    run_all.judge(row)
+    assert "| MLP, compiled (ms) | 2.00 | 5.00 | 0.40 | <= 0.9 | yes | -56% | 3.00 |" in \
+        run_all.markdown_table([row])

@@ -87,3 +87,16 @@ def test_missing_demo_packages_say_what_to_install(monkeypatch):
 def test_bad_arguments_are_rejected():
     with contextlib.redirect_stderr(io.StringIO()), pytest.raises(SystemExit):
         demo.main(["--epochs", "0"])
+
+
+def test_compiled_training_step_replays_and_trains_as_eager(tmp_path):
+    tiny = ["--epochs", "2", "--batch-size", "256", "--no-plots"]  # 6 steps per epoch
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        compiled = demo.run(demo.parse_args([*tiny, "--compile", "--out", str(tmp_path / "c")]))
+        eager = demo.run(demo.parse_args([*tiny, "--out", str(tmp_path / "e")]))
+    stats = compiled["compile_stats"]
+    # per batch shape (5 full batches, then 157 images): an eager call, a capture, then replays
+    assert (stats.eager_calls, stats.captures, stats.replays) == (2, 2, 8)
+    assert "compiled: 8 of 12 steps replayed" in printed.getvalue()
+    assert compiled["history"] == eager["history"]
+    assert eager["compile_stats"] is None

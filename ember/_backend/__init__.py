@@ -79,9 +79,20 @@ get_array_module = xp_of  # Chainer's and CuPy's name
 def as_array(x: object):
     """``x`` as an array: backend arrays pass as they are; NumPy scalars (which NumPy returns
     for 0-d results) and Python values become host arrays."""
-    if type(x) in _MODULES or isinstance(x, ARRAY_TYPES):
+    t = type(x)
+    if t in _MODULES:
+        return x
+    hook = AS_ARRAY_HOOKS.get(t)
+    if hook is not None:
+        return hook(x)
+    if isinstance(x, ARRAY_TYPES):
         return x
     return numpy.asarray(x)
+
+
+# array type -> what ``as_array`` makes of one (the traced arrays of ``ember.compile``: one
+# standing for a NumPy scalar becomes the 0-d array eager code gets here; see trace.py)
+AS_ARRAY_HOOKS: dict = {}
 
 
 def is_array(x: object) -> bool:

@@ -769,9 +769,20 @@ def _prop(name: str):
     return property(get, set_)
 
 
-from . import HOST_ARRAYS  # noqa: E402 - after the class it registers
+from . import AS_ARRAY_HOOKS, HOST_ARRAYS  # noqa: E402 - after the class it registers
+
+
+def _as_array(x):
+    """``as_array`` of a traced array: where it stands for a NumPy scalar, the 0-d array that
+    eager code makes of it (recorded, so that replays make it too)."""
+    rec = state.rec
+    if rec is None or rec.busy or rec.dead or rec.ids.get(id(x)) not in rec.scalars:
+        return x
+    return rec.call(_asarray, (x,), {}, "numpy.asarray")
+
 
 HOST_ARRAYS.add(Traced)
+AS_ARRAY_HOOKS[Traced] = _as_array
 
 Traced.T = _prop("T")
 Traced.real = _prop("real")

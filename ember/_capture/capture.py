@@ -113,6 +113,9 @@ class Capture:
     # -- inputs --------------------------------------------------------------------------
     def add_input(self, t: Tensor) -> None:
         a = _DATA.__get__(t, Tensor)
+        if isinstance(a, trace._generic):  # a NumPy scalar some op left: the 0-d array it is
+            a = trace._asarray(a)
+            _DATA.__set__(t, a)
         if type(a) is trace.Traced:
             raise RuntimeError("ember.compile: an input is already being captured")
         self.inputs.append([t, a])
@@ -144,6 +147,9 @@ class Capture:
                 a = a.base  # left by an earlier capture: the plain array it views
                 _DATA.__set__(t, a)
             if id(t) not in ext_tensors and not is_created(t):
+                if isinstance(a, trace._generic):  # (see add_input)
+                    a = trace._asarray(a)
+                    _DATA.__set__(t, a)
                 v = rec.external(a)
                 ext_tensors[id(t)] = [t, a, "ext"]
                 _DATA.__set__(t, v)

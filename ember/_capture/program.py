@@ -133,7 +133,8 @@ class Program:
         # same on every call: not after a boolean mask or nonzero)
         buffers: dict[int, object] = {}
         if optimize and USE_BUFFERS:
-            dynamic = _dynamic_shapes(body, values)
+            dynamic = _dynamic_shapes(kept, values)
+            dynamic |= {o for o, a in alias.items() if a in dynamic}
             for ins in body:
                 if type(ins.fn) is host.ufunc and ins.shape == "one" and "out" not in ins.kwargs \
                         and not getattr(ins, "scalar", False) and ins.outs[0] not in dynamic:
