@@ -30,6 +30,7 @@ _VIEW_FNS = frozenset({"ndarray.reshape", "ndarray.transpose", "ndarray.T", "nda
 
 
 USE_BUFFERS = True
+ELIDE_COPIES = True
 
 
 def _refs_in(x, acc: list) -> list:
@@ -50,10 +51,20 @@ def uses(instr) -> list:
     return _refs_in(instr.kwargs, _refs_in(instr.args, []))
 
 
+def _first_refs(values: list) -> dict[int, int]:
+    """id(array) -> the first reference standing for it (a kernel such as ``asarray`` may
+    hand back the very array it was given: those references are one array)."""
+    out: dict[int, int] = {}
+    for i, v in enumerate(values):
+        if isinstance(v, ndarray):
+            out.setdefault(id(v), i)
+    return out
+
+
 def _root(values: list, ids: dict, i: int) -> int:
     """The reference whose array owns the memory of reference ``i`` (itself if none)."""
     b = getattr(values[i], "base", None)
-    root = i
+    root = ids.get(id(values[i]), i)
     while b is not None:
         j = ids.get(id(b))
         if j is not None:
@@ -71,7 +82,7 @@ class Program:
         # (the recorder is not kept: its captured arrays would outlive the capture)
         values = rec.values
         refs = rec.refs
-        plain_ids = {id(v): i for i, v in enumerate(values) if isinstance(v, ndarray)}
+        plain_ids = _first_refs(values)
         defined = set(args)
         for ins in instrs:
             defined.update(ins.outs)
@@ -129,26 +140,57 @@ class Program:
                 version[r] = version.get(r, 0) + 1
             body.append(ins)
         self.alias = alias
+        def root(i: int) -> int:
+            return _root(values, plain_ids, alias.get(i, i))
+
+        # -- copies of arrays that nothing reads afterwards (the engine's private copy of a
+        # gradient, which eager code avoids by counting references) are the array itself
+        if optimize and ELIDE_COPIES:
+            made = {o for ins in body for o in ins.outs}
+            last = _last_uses(body, root)
+            elided = []
+            for k, ins in enumerate(body):
+                rs = uses(ins)
+                if ins.name == "ndarray.copy" and len(rs) == 1 and len(ins.args) == 1 \
+                        and not ins.kwargs and ins.shape == "one":
+                    r = alias.get(rs[0], rs[0])
+                    big = root(r)
+                    v = values[r]
+                    if big in made and refs[big].kind == "res" and big not in hoisted \
+                            and last.get(big) == k and isinstance(v, ndarray) \
+                            and v.flags.c_contiguous and big not in written \
+                            and root(ins.outs[0]) not in written:
+                        alias[ins.outs[0]] = r
+                        elided.append(k)
+            if elided:
+                drop = set(elided)
+                body = [ins for k, ins in enumerate(body) if k not in drop]
+            escaping_roots = {root(i) for i in list(results) + list(keep_alive)}
         # -- out= buffers for ufunc results that stay inside the call (and whose shape is the
-        # same on every call: not after a boolean mask or nonzero)
+        # same on every call: not after a boolean mask or nonzero). A buffer serves one result
+        # after another once the last one is no longer read (liveness over the program, as a
+        # register allocator): the working set stays as small as eager code's, which reuses
+        # freed memory, and nothing is allocated per call.
         buffers: dict[int, object] = {}
         if optimize and USE_BUFFERS:
             dynamic = _dynamic_shapes(kept, values)
             dynamic |= {o for o, a in alias.items() if a in dynamic}
-            for ins in body:
+            last = _last_uses(body, root)
+            pool: dict[tuple, list] = {}
+            owned: dict[int, list] = {}  # body index -> buffers free after it
+            for k, ins in enumerate(body):
                 if type(ins.fn) is host.ufunc and ins.shape == "one" and "out" not in ins.kwargs \
                         and not getattr(ins, "scalar", False) and ins.outs[0] not in dynamic:
                     o = ins.outs[0]
                     v = values[o]
-                    if _root(values, plain_ids, o) in escaping_roots or o in keep_alive:
-                        continue
-                    if not isinstance(v, ndarray) or v.base is not None:
-                        continue
-                    buffers[o] = host.empty_like(v)
-            # a result must not be a buffer if a view of it escapes
-            for o in list(buffers):
-                if o in escaping_roots:
-                    del buffers[o]
+                    if isinstance(v, ndarray) and v.base is None and o not in keep_alive \
+                            and root(o) == o and o not in escaping_roots:
+                        key = (v.shape, v.dtype.str, v.strides)
+                        free = pool.get(key)
+                        buffers[o] = free.pop() if free else host.empty_like(v)
+                        owned.setdefault(last.get(o, k), []).append((key, buffers[o]))
+                for key, buf in owned.pop(k, ()):
+                    pool.setdefault(key, []).append(buf)
         self.hoisted = hoisted
         self.buffers = buffers
         self.body = body
@@ -252,7 +294,7 @@ def hoist_checks(rec, instrs: list) -> list:
     if not any(ins.name == "check-late" for ins in instrs):
         return instrs
     values = rec.values
-    plain_ids = {id(v): i for i, v in enumerate(values) if isinstance(v, ndarray)}
+    plain_ids = _first_refs(values)
     producer = {o: k for k, ins in enumerate(instrs) for o in ins.outs}
     writers: dict[int, list[int]] = {}
     for k, ins in enumerate(instrs):
@@ -299,6 +341,18 @@ _DATA_SHAPED = frozenset({"ndarray.nonzero", "numpy.nonzero", "numpy.unique", "n
                           "numpy.unique_values", "numpy.unique_counts", "numpy.unique_inverse",
                           "numpy.unique_all", "numpy.trim_zeros", "numpy.arange",
                           "numpy.linspace", "numpy.repeat", "ndarray.repeat"})
+
+
+def _last_uses(body: list, root) -> dict[int, int]:
+    """For each array (by the reference owning its memory), the index of the last kernel in
+    ``body`` that reads or writes it."""
+    last: dict[int, int] = {}
+    for k, ins in enumerate(body):
+        for i in uses(ins):
+            last[root(i)] = k
+        for o in ins.outs:
+            last.setdefault(root(o), k)
+    return last
 
 
 def _dynamic_shapes(instrs: list, values) -> set[int]:
