@@ -143,6 +143,11 @@ class Program:
         def root(i: int) -> int:
             return _root(values, plain_ids, alias.get(i, i))
 
+        # -- a ufunc computed into a temporary that is then copied into an array (what an
+        # in-place tensor op does: ``w.sub_(d)`` is ``copyto(w, w - d)``) computes into that
+        # array directly: one pass, not two
+        if optimize and ELIDE_COPIES:
+            body = _fuse_copyto(body, values, alias, root, written)
         # -- copies of arrays that nothing reads afterwards (the engine's private copy of a
         # gradient, which eager code avoids by counting references) are the array itself
         if optimize and ELIDE_COPIES:
@@ -341,6 +346,39 @@ _DATA_SHAPED = frozenset({"ndarray.nonzero", "numpy.nonzero", "numpy.unique", "n
                           "numpy.unique_values", "numpy.unique_counts", "numpy.unique_inverse",
                           "numpy.unique_all", "numpy.trim_zeros", "numpy.arange",
                           "numpy.linspace", "numpy.repeat", "ndarray.repeat"})
+
+
+def _fuse_copyto(body: list, values, alias: dict, root, written: set) -> list:
+    """``t = ufunc(..); copyto(dst, t)`` as ``ufunc(.., out=dst)`` where nothing else reads
+    ``t`` and ``t`` has ``dst``'s shape and dtype (see ``Program``)."""
+    last = _last_uses(body, root)
+    out = []
+    k = 0
+    n = len(body)
+    while k < n:
+        a = body[k]
+        b = body[k + 1] if k + 1 < n else None
+        if b is not None and b.name == "numpy.copyto" and type(a.fn) is host.ufunc \
+                and a.shape == "one" and "out" not in a.kwargs and not a.writes \
+                and len(b.args) == 2 and type(b.args[0]) is trace.Ref \
+                and type(b.args[1]) is trace.Ref and set(b.kwargs) <= {"casting"}:
+            t = alias.get(b.args[1].i, b.args[1].i)
+            dst = b.args[0]
+            tv, dv = values[t], values[alias.get(dst.i, dst.i)]
+            if t == a.outs[0] and last.get(root(t)) == k + 1 and root(t) == t \
+                    and root(t) not in written and isinstance(tv, ndarray) \
+                    and isinstance(dv, ndarray) and tv.shape == dv.shape \
+                    and tv.dtype == dv.dtype:
+                fused = trace.Instr(a.fn, a.args, dict(a.kwargs, out=dst), a.name)
+                fused.writes = [dst]
+                fused.shape = "none"
+                alias[t] = alias.get(dst.i, dst.i)
+                out.append(fused)
+                k += 2
+                continue
+        out.append(a)
+        k += 1
+    return out
 
 
 def _last_uses(body: list, root) -> dict[int, int]:
