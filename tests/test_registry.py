@@ -125,7 +125,8 @@ def test_registration_installs_its_forms(key):
         if dunder.startswith("__i") and dunder != "__invert__":
             assert bound.__name__ == dunder, f"Tensor.{dunder} (in place)"
         else:
-            assert bound is info.fn, f"Tensor.{dunder}"
+            # (== and != hand None to Python, as torch's Tensor does: a wrapper around fn)
+            assert getattr(bound, "__wrapped__", bound) is info.fn, f"Tensor.{dunder}"
 
 
 def test_method_false_means_no_method():
@@ -206,3 +207,14 @@ def test_inplace_forms_write_into_self():
     assert z.float_power_(2) is z and z.tolist() == [4.0, 9.0]
     w = ember.tensor([0.5, 0.25])
     assert w.where(w > 0.3, ember.tensor(0.0)).tolist() == [0.5, 0.0]
+
+
+def test_comparing_with_none_is_pythons_answer_as_in_torch(torch):
+    """``t == None`` is False and ``t != None`` True (torch's Tensor returns NotImplemented),
+    so ``[t] == [None]`` and ``x in (None, t)`` work; the functions still refuse None."""
+    t = ember.ones(2)
+    assert (t == None) is False and (t != None) is True  # noqa: E711 - what is tested
+    assert ([t] == [None]) is False
+    assert (torch.ones(2) == None) is False  # noqa: E711
+    with pytest.raises(TypeError):
+        ember.eq(t, None)

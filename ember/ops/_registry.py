@@ -73,6 +73,7 @@ def _none_aware(fn: Callable) -> Callable:
 
     op.__name__ = fn.__name__
     op.__doc__ = fn.__doc__
+    op.__wrapped__ = fn
     return op
 
 
