@@ -376,9 +376,28 @@ def _fuse_copyto(body: list, values, alias: dict, root, written: set) -> list:
                 out.append(fused)
                 k += 2
                 continue
+        if b is not None and b.name == "numpy.copyto" and a.name in _ZEROS \
+                and a.shape == "one" and not a.writes and len(b.args) == 2 \
+                and type(b.args[0]) is trace.Ref and type(b.args[1]) is trace.Ref \
+                and set(b.kwargs) <= {"casting"}:
+            # ``x.zero_()``: zeros made, then copied in: a fill
+            t = alias.get(b.args[1].i, b.args[1].i)
+            dst = b.args[0]
+            tv, dv = values[t], values[alias.get(dst.i, dst.i)]
+            if t == a.outs[0] and last.get(root(t)) == k + 1 and isinstance(tv, ndarray) \
+                    and isinstance(dv, ndarray) and tv.shape == dv.shape \
+                    and tv.dtype == dv.dtype and not tv.any():
+                fill = trace.Instr(ndarray.fill, (dst, 0), {}, "ndarray.fill")
+                fill.writes = [dst]
+                out.append(fill)
+                k += 2
+                continue
         out.append(a)
         k += 1
     return out
+
+
+_ZEROS = frozenset({"numpy.zeros_like", "numpy.zeros"})
 
 
 def _last_uses(body: list, root) -> dict[int, int]:
