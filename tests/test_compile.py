@@ -1369,3 +1369,28 @@ def test_compiled_module_forward_agrees_with_torch(torch):
         results[lib] = (out.detach().numpy(), xt.grad.numpy(), m[0].weight.grad.numpy())
     for a, b in zip(results[ember], results[torch]):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_autocast_and_default_dtype_are_part_of_the_signature():
+    """A replay captured in float32 is not used inside ``autocast`` (nor the other way round),
+    nor under another default dtype: each global mode an op reads gets its own capture."""
+    m = ember.nn.Linear(4, 3)
+    f = ember.compile(m)
+    x = ember.randn(2, 4)
+    for _ in range(3):
+        plain = f(x)
+    with ember.autocast("cpu", dtype=ember.bfloat16):
+        for _ in range(3):
+            cast = f(x)
+        assert cast.dtype == m(x).dtype == ember.bfloat16
+        assert ember.equal(cast, m(x))
+    assert plain.dtype == ember.float32 and ember.equal(f(x), m(x))
+    ember.set_default_dtype(ember.float64)
+    try:
+        g = ember.compile(lambda n: ember.ones(n) * 2)
+        for _ in range(3):
+            assert g(3).dtype == ember.float64
+    finally:
+        ember.set_default_dtype(ember.float32)
+    assert g(3).dtype == ember.float32
+    assert f._compiled.stats.captures == 2

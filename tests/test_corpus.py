@@ -28,14 +28,19 @@ ARGS = {"mnist_example": ["--dropout", "0", "--save-model"]}
 LOOSE_KEYS = ("amp", "inference")
 LOOSE_SCRIPTS = ("nanogpt",)
 TIGHT = dict(rel=2e-4, abs=2e-5)
+# programs whose modules are each called with a new signature every time (sizes that change,
+# one call per module), so that nothing is replayed
+NOT_REPLAYED = ("ensembling", "forward_ad_tutorial", "nanogpt", "tensors_tutorial")
 LOOSE = dict(rel=3e-2, abs=3e-2)
 
 
-def _run(cmd: list[str], out: Path, cwd: Path) -> dict:
+def _run(cmd: list[str], out: Path, cwd: Path, stderr: list | None = None) -> dict:
     env = dict(os.environ, CORPUS_OUT=str(out), OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1",
                PYTHONWARNINGS="ignore")
     proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, f"{' '.join(cmd)} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
+    if stderr is not None:
+        stderr.append(proc.stderr)
     return json.loads(out.read_text())
 
 
@@ -66,6 +71,23 @@ def test_script_runs_unchanged_with_torchs_numbers(script, tmp_path):
     pytest.importorskip("torch")
     torch = _run([sys.executable, *cmd], tmp_path / "torch.json", tmp_path)
     _compare(ember, torch, script, LOOSE if script in LOOSE_SCRIPTS else TIGHT)
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_script_with_its_modules_compiled_reports_eager_numbers(script, tmp_path):
+    """Every module call a program makes from its own code compiled (``torch.compile(model)``):
+    the same report as eager ember, bit for bit, and the modules replayed."""
+    cmd = [str(CORPUS / f"{script}.py"), *ARGS.get(script, [])]
+    eager = _run([sys.executable, "-m", "ember", *cmd], tmp_path / "eager.json", tmp_path)
+    err: list = []
+    compiled = _run([sys.executable, str(CORPUS / "_compile_modules.py"), *cmd],
+                    tmp_path / "compiled.json", tmp_path, err)
+    assert compiled == eager
+    line = next(ln for ln in err[0].splitlines() if ln.startswith("COMPILED "))
+    report = json.loads(line[len("COMPILED "):])
+    assert not report["eager"], report
+    if report["modules"] and script not in NOT_REPLAYED:
+        assert report["replays"] > 0, report
 
 
 def test_corpus_is_large_enough():

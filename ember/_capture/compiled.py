@@ -30,8 +30,10 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+from .._backend import dtypes as _dt
 from .._backend import host, ndarray, trace
 from .._tensor import Tensor, _make
+from ..amp import _state as _amp
 from ..autograd.function import Function
 from ..autograd.grad_mode import no_grad
 from ..autograd.grad_mode import state as _grad_state
@@ -266,7 +268,11 @@ class Entry:
 
 
 def _signature(leaves: list) -> tuple:
-    key = [_grad_state.grad_enabled]
+    """The cache key of a call: what a capture specializes on (tensor arguments' shapes,
+    dtypes, strides and requires_grad; other arguments' values), and the global modes ops
+    read: grad and inference mode, CPU autocast and its dtype, the default dtype."""
+    key = [_grad_state.grad_enabled, _grad_state.inference,
+           _amp.active and _amp.dtypes["cpu"], _dt.get_default_dtype()]
     for x in leaves:
         if isinstance(x, Tensor):
             d = x._data
