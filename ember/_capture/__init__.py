@@ -1,2 +1,2 @@
 """ember.compile's capture and replay: ``capture.py`` records a call, ``program.py`` turns the
-recording into straight-line code, ``compiled.py`` guards, caches and replays it."""
+recording into straight-line code, ``guards.py`` says what a capture depends on, ``compiled.py`` caches, checks and replays it."""

@@ -333,7 +333,7 @@ def hoist_checks(rec, instrs: list) -> list:
                 if _root(values, plain_ids, w.i) not in roots:
                     raise CheckError("Python control flow on a value computed from tensors "
                                      "(bool()) after the call changed state in place",
-                                     instrs[k].where)
+                                     ins.where)
         moved |= cone
     front = [ins for k, ins in enumerate(instrs) if k in moved]
     return front + [ins for k, ins in enumerate(instrs) if k not in moved]
