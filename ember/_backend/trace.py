@@ -31,7 +31,7 @@ import sys
 
 import numpy
 
-__all__ = ["Diverged", "GraphBreak", "Recorder", "Ref", "Traced", "active", "graph_break",
+__all__ = ["Diverged", "GraphBreak", "Recorder", "Ref", "Traced", "graph_break", "plain",
            "symbolic"]
 
 ndarray = numpy.ndarray
@@ -73,11 +73,6 @@ class _State:
 
 
 state = _State()
-
-
-def active() -> Recorder | None:
-    """The recorder capturing now, or None."""
-    return state.rec
 
 
 def _from_ember(f) -> bool:
@@ -769,7 +764,7 @@ def _prop(name: str):
     return property(get, set_)
 
 
-from . import AS_ARRAY_HOOKS, HOST_ARRAYS  # noqa: E402 - after the class it registers
+from . import AS_ARRAY_HOOKS, HOST_ARRAYS
 
 
 def _as_array(x):
@@ -852,13 +847,3 @@ def plain(x):
         return _pv(x)
     return x
 
-
-def ref_index(x) -> int | None:
-    """The reference index of a Traced array in the active recorder (None if untraced)."""
-    rec = state.rec
-    if rec is None:
-        return None
-    return rec.ids.get(id(x))
-
-
-Stop = _Stop

@@ -108,7 +108,6 @@ class Capture:
         self.inputs: list = []  # [tensor, original array]
         self.backward_runs = 0
         self.fullgraph = fullgraph
-        self._saved: dict = {}
 
     # -- inputs --------------------------------------------------------------------------
     def add_input(self, t: Tensor) -> None:
@@ -154,8 +153,8 @@ class Capture:
                 ext_tensors[id(t)] = [t, a, "ext"]
                 _DATA.__set__(t, v)
                 return v
-            if type(a) is ndarray:  # a plain array stored into a tensor: follow it
-                v = rec.external(a) if id(t) in ext_tensors else _adopt(rec, a)
+            if type(a) is ndarray:  # a plain array stored into a tensor: one that existed
+                v = rec.external(a)  # before the call (anything made during it is traced)
                 _DATA.__set__(t, v)
                 return v
             return a
@@ -208,7 +207,6 @@ class Capture:
         def get_rng(gen):
             return _RngProxy(cap, gen)
 
-        self._saved = {"_data": _DATA, "_grad": _GRAD, "_vc": _VC}
         Tensor._data = property(get_data, set_data)
         Tensor._grad = property(get_grad, set_grad)
         Tensor._vc = property(get_vc, set_vc)
@@ -267,16 +265,3 @@ class Capture:
                 i = rec.ids.get(id(a))
                 _DATA.__set__(t, rec.values[i] if i is not None else a.view(ndarray))
 
-
-def _adopt(rec, a):
-    """A plain array found in a tensor made during the call: only an external can be (an
-    array that existed before); anything else was made outside the recorder."""
-    return rec.external(a)
-
-
-def data_ref(rec, t: Tensor) -> int | None:
-    """The reference of the array ``t`` holds now (during capture)."""
-    a = _DATA.__get__(t, Tensor)
-    if type(a) is trace.Traced:
-        return rec.ids.get(id(a))
-    return rec.ids.get(id(a))

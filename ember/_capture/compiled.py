@@ -50,9 +50,8 @@ from .guards import (
     settings_changed,
     what_changed,
 )
-from .program import CheckError, Program, hoist_checks
+from .program import CheckError, Program, hoist_checks, uses
 
-RECOMPILE_LIMIT = 8
 _ALL: weakref.WeakSet = weakref.WeakSet()  # every Compiled, for ``torch.compiler.reset``
 
 
@@ -591,7 +590,6 @@ class Compiled:
         data_effects = []
         for tid, (t, orig, kind) in cap.ext_tensors.items():
             i = ids.get(id(t._data))
-            oi = ids.get(id(orig))
             if t._data is orig:
                 continue
             if kind == "input":
@@ -600,7 +598,6 @@ class Compiled:
                 raise _Eager("a tensor's data was replaced by an array the capture did not "
                              "follow")
             data_effects.append((t, i))
-            del oi
         # tensors made during the call and still alive (a new .grad, a stored activation); the
         # eager outputs (and their graph) are let go first, unless the capture is not used
         out_objs = {id(x) for x in out_leaves if isinstance(x, Tensor)}
@@ -683,7 +680,7 @@ class Compiled:
             needed = set()
             bwd_defined = set(gos_refs)
             for ins in bwd_instrs:
-                for i in _uses(ins):
+                for i in uses(ins):
                     if i in fwd_defined and i not in bwd_defined:
                         needed.add(i)
                 bwd_defined.update(ins.outs)
@@ -693,7 +690,7 @@ class Compiled:
             # the backward program may not need all of them once dead code is gone
             used = set()
             for ins in entry.bwd.body:
-                used.update(_uses(ins))
+                used.update(uses(ins))
             used.update(grad_refs)
             saved = [i for i in saved if i in used]
             entry.bwd = Program(rec, bwd_instrs, gos_refs + saved, grad_refs)
@@ -815,11 +812,6 @@ class _Broken(Exception):
 
 class _Eager(Exception):
     """This capture cannot be replayed (the message says why): the signature runs eagerly."""
-
-
-def _uses(ins) -> list:
-    from .program import uses
-    return uses(ins)
 
 
 class ExplainOutput:

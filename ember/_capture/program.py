@@ -16,8 +16,6 @@ Replay then runs no Tensor, graph node, version counter or dispatch code: only t
 
 from __future__ import annotations
 
-import operator
-
 from .._backend import host, ndarray, trace
 
 _VIEW_FNS = frozenset({"ndarray.reshape", "ndarray.transpose", "ndarray.T", "ndarray.mT",
@@ -27,10 +25,6 @@ _VIEW_FNS = frozenset({"ndarray.reshape", "ndarray.transpose", "ndarray.T", "nda
                        "numpy.moveaxis", "numpy.transpose", "numpy.reshape", "numpy.squeeze",
                        "numpy.swapaxes", "numpy.asarray", "numpy.ascontiguousarray",
                        "numpy.asanyarray"})
-
-
-USE_BUFFERS = True
-ELIDE_COPIES = True
 
 
 def _refs_in(x, acc: list) -> list:
@@ -146,11 +140,11 @@ class Program:
         # -- a ufunc computed into a temporary that is then copied into an array (what an
         # in-place tensor op does: ``w.sub_(d)`` is ``copyto(w, w - d)``) computes into that
         # array directly: one pass, not two
-        if optimize and ELIDE_COPIES:
+        if optimize:
             body = _fuse_copyto(body, values, alias, root, written)
         # -- copies of arrays that nothing reads afterwards (the engine's private copy of a
         # gradient, which eager code avoids by counting references) are the array itself
-        if optimize and ELIDE_COPIES:
+        if optimize:
             made = {o for ins in body for o in ins.outs}
             last = _last_uses(body, root)
             elided = []
@@ -177,7 +171,7 @@ class Program:
         # register allocator): the working set stays as small as eager code's, which reuses
         # freed memory, and nothing is allocated per call.
         buffers: dict[int, object] = {}
-        if optimize and USE_BUFFERS:
+        if optimize:
             dynamic = _dynamic_shapes(kept, values)
             dynamic |= {o for o, a in alias.items() if a in dynamic}
             last = _last_uses(body, root)
@@ -466,4 +460,4 @@ def _hoistable(ins, refs, hoisted: dict, values, rs=None) -> bool:
     return isinstance(out, ndarray) and out.base is not None
 
 
-__all__ = ["Program", "operator"]
+__all__ = ["CheckError", "Program", "hoist_checks", "uses"]
