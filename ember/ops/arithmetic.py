@@ -30,6 +30,8 @@ from ._op import (
 )
 from ._registry import register
 from .complex import conj_of
+from .inplace import DIRECT as _DIRECT
+from .inplace import direct_binary
 from .inplace import inplace as _inplace
 
 # ---------------------------------------- argument checks and promotion (shared by the op modules)
@@ -887,6 +889,13 @@ def div(input, other, *, rounding_mode: str | None = None, out=None) -> Tensor:
         raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
                            f"but found '{rounding_mode}'")
     return _maybe_out(DivBackward2.apply(input, other, rounding_mode), out)
+
+
+_DIRECT[add] = direct_binary(host.add, "alpha", 1)
+_DIRECT[sub] = direct_binary(host.subtract, "alpha", 1)
+_DIRECT[mul] = direct_binary(host.multiply)
+_DIRECT[div] = direct_binary(host.true_divide, "rounding_mode", None,
+                             {"divide": "ignore", "invalid": "ignore"})
 
 
 @register(inplace=True, operators=("__floordiv__", "__ifloordiv__"))
