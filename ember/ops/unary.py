@@ -21,7 +21,7 @@ from .._tensor import Tensor, _make
 from ._op import Op, apply1
 from ._registry import register
 from .arithmetic import _check_tensor, _maybe_out, scalar_name
-from .comparison import where
+from .comparison import _UINT_OF_SIZE, where
 from .complex import conj_of, sgn_of
 from .creation import to_device_copy
 from .inplace import inplace as _inplace
@@ -210,7 +210,6 @@ class ReluBackward0(Op):
         return threshold_backward_array(grad, self.saved_output_array(), 0)
 
 
-_UINT_OF_SIZE = {2: "uint16", 4: "uint32", 8: "uint64"}
 
 
 def threshold_backward_array(g, x, threshold):
