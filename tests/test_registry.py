@@ -126,7 +126,37 @@ def test_registration_installs_its_forms(key):
             assert bound.__name__ == dunder, f"Tensor.{dunder} (in place)"
         else:
             # (== and != hand None to Python, as torch's Tensor does: a wrapper around fn)
-            assert getattr(bound, "__wrapped__", bound) is info.fn, f"Tensor.{dunder}"
+            assert getattr(bound, "__wrapped__", bound) is (info.operator or info.fn), \
+                f"Tensor.{dunder}"
+
+
+@pytest.mark.parametrize("key", sorted(k for k, i in REGISTRY.items() if i.operator))
+def test_operator_form_is_the_function_form(key):
+    """An op whose operators bind its ``apply`` (``operator=``) computes what its function
+    does, for every kind of operand an operator meets: scalars and arrays on either side,
+    mixed dtypes, broadcasting, gradients and torch's errors."""
+    info = REGISTRY[key]
+    fn = info.fn
+    rng = np.random.default_rng(0)
+    a = ember.tensor(rng.standard_normal((2, 3)).astype(np.float32), requires_grad=True)
+    b = ember.tensor(rng.standard_normal(3).astype(np.float64))
+    i = ember.arange(1, 4)
+    cases = [(a, b), (a, 2), (a, 0.5), (a, True), (i, 2), (i, i), (a, i), (i, a),
+             (a, b.numpy()), (a, np.float64(1.5))]
+    for dunder in info.operators:
+        if dunder.startswith("__i"):
+            continue
+        for x, y in cases:
+            got = getattr(x, dunder)(y)
+            want = fn(y, x) if dunder.startswith("__r") else fn(x, y)
+            assert got.dtype == want.dtype and got.shape == want.shape
+            assert np.array_equal(got.detach().numpy(), want.detach().numpy(), equal_nan=True)
+            assert type(got.grad_fn) is type(want.grad_fn)
+        with pytest.raises(RuntimeError) as e1:
+            getattr(a, dunder)(ember.ones(4))
+        with pytest.raises(RuntimeError) as e2:
+            fn(a, ember.ones(4))
+        assert str(e1.value) == str(e2.value)
 
 
 def test_method_false_means_no_method():

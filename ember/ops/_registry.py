@@ -36,15 +36,20 @@ class OpInfo:
     aliases    other names of the same op, each with every form the op has
     operators  dunder methods bound to ``fn`` (``__add__``); ``__iadd__``-style names run it
                in place
+    operator   what the operators that are not in-place bind to instead of ``fn``: the op's
+               own ``apply`` where ``fn`` only handles what an operator is never given
+               (keywords, ``out=``, a non-tensor first operand); None: ``fn``
     """
 
-    __slots__ = ("aliases", "export", "fn", "inplace", "method", "name", "operators")
+    __slots__ = ("aliases", "export", "fn", "inplace", "method", "name", "operator",
+                 "operators")
 
     def __init__(self, name: str, fn: Callable, method: bool | Callable = True,
                  inplace: bool | Callable = False, aliases: tuple = (), operators: tuple = (),
-                 export: bool = True) -> None:
+                 export: bool = True, operator: Callable | None = None) -> None:
         self.name, self.fn, self.method, self.inplace = name, fn, method, inplace
         self.aliases, self.operators, self.export = aliases, operators, export
+        self.operator = operator
 
     def __repr__(self) -> str:
         return f"OpInfo({self.name!r}, {self.fn.__module__}.{self.fn.__qualname__})"
@@ -79,7 +84,8 @@ def _none_aware(fn: Callable) -> Callable:
 
 def register(fn: Callable | None = None, *, name: str | None = None,
              method: bool | Callable = True, inplace: bool | Callable = False,
-             aliases: tuple = (), operators: tuple = (), export: bool = True):
+             aliases: tuple = (), operators: tuple = (), export: bool = True,
+             operator: Callable | None = None):
     """Declare ``fn`` as an op (a decorator, bare or with arguments); returns ``fn`` unchanged,
     so calls inside ember pay nothing for the registration."""
 
@@ -88,7 +94,8 @@ def register(fn: Callable | None = None, *, name: str | None = None,
         if key in REGISTRY and REGISTRY[key].fn is not f:
             raise RuntimeError(f"op {key!r} is registered twice ({REGISTRY[key].fn.__module__} "
                                f"and {f.__module__})")
-        REGISTRY[key] = OpInfo(key, f, method, inplace, tuple(aliases), tuple(operators), export)
+        REGISTRY[key] = OpInfo(key, f, method, inplace, tuple(aliases), tuple(operators), export,
+                               operator)
         return f
 
     return deco(fn) if fn is not None else deco
@@ -197,4 +204,4 @@ def bind(tensor_cls: type, inplace_form: Callable[[Callable, str], Callable]) ->
             elif dunder in ("__eq__", "__ne__"):
                 setattr(tensor_cls, dunder, _none_aware(info.fn))
             else:
-                setattr(tensor_cls, dunder, info.fn)
+                setattr(tensor_cls, dunder, info.operator or info.fn)

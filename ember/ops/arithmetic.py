@@ -809,7 +809,8 @@ class AddcdivBackward0(Op):
 # -------------------------------------------------------------------------------- public functions
 
 
-@register(inplace=True, operators=("__add__", "__radd__", "__iadd__"))
+@register(inplace=True, operators=("__add__", "__radd__", "__iadd__"),
+          operator=AddBackward0.apply)
 def add(input, other, *, alpha=1, out=None) -> Tensor:
     """``torch.add``: input + alpha * other, with broadcasting and type promotion."""
     if not isinstance(input, Tensor):
@@ -870,7 +871,8 @@ def rsub(input, other, *, alpha=1) -> Tensor:
     return apply1(RsubBackward1, input, other, alpha, dt)
 
 
-@register(inplace=True, aliases=("multiply",), operators=("__mul__", "__rmul__", "__imul__"))
+@register(inplace=True, aliases=("multiply",), operators=("__mul__", "__rmul__", "__imul__"),
+          operator=MulBackward0.apply)
 def mul(input, other, *, out=None) -> Tensor:
     """``torch.mul``: elementwise product with broadcasting."""
     if not isinstance(input, Tensor):
@@ -880,7 +882,7 @@ def mul(input, other, *, out=None) -> Tensor:
 
 
 @register(inplace=True, aliases=("divide", "true_divide"),
-          operators=("__truediv__", "__itruediv__"))
+          operators=("__truediv__", "__itruediv__"), operator=DivBackward0.apply)
 def div(input, other, *, rounding_mode: str | None = None, out=None) -> Tensor:
     """``torch.div``: true division (ints give the default float dtype) or rounded division."""
     if rounding_mode is None:
