@@ -202,6 +202,39 @@ def apply1(cls, x: Tensor, *params) -> Tensor:
     return result
 
 
+def unary_apply(cls, to_float: bool = False):
+    """``apply1`` for ``cls`` as a plain function of the one tensor (a closure over ``cls``,
+    not a class argument), fit to be the op's method form itself. With ``to_float``, an
+    integer or bool input is computed in the default float dtype, as torch's unary float ops
+    do. NOTE: one frame less than ``apply1`` behind a wrapper (~0.16 µs of ~1.1 µs for
+    ``x.tanh()``); it must stay equivalent to ``apply1``, which the op table checks."""
+    complex_ok = cls.complex_ok
+
+    def apply(x: Tensor) -> Tensor:
+        d = x._data
+        if to_float:
+            kind = d.dtype.kind
+            if kind not in FLOAT_KINDS and kind != "c":
+                x = _make(d.astype(_dt.get_default_dtype().np))
+                d = x._data
+        node = cls()
+        out = node.forward(d)
+        if type(out) is not ndarray:
+            out = as_array(out)
+        if out.dtype.kind == "c" and not complex_ok:
+            raise complex_error(cls)
+        if x._requires_grad and _grad_state.grad_enabled:
+            result = _record1(node, x, out)
+        else:
+            result = _make(out)
+        if _fw_state.active:
+            _propagate(node, (x,), result, ())
+        return result
+
+    apply.__qualname__ = f"{cls.__name__}.apply1"
+    return apply
+
+
 def _record1(node: Op, x: Tensor, out) -> Tensor:
     """``record_op`` for one Tensor input (unary ops): straight-line, no loops."""
     if x._base is not None:
