@@ -172,6 +172,36 @@ def test_fused_layer_matches_torch(torch, mode, extra, precision, config):
                                    atol=10 * atol, err_msg=name)
 
 
+@pytest.mark.parametrize("extra", [{}, {"proj_size": 3}], ids=["lstm", "lstm_proj"])
+@pytest.mark.parametrize("which", [None, (1, 2)], ids=["all_outputs", "final_states_only"])
+def test_lstm_matches_torch_over_several_backward_blocks(torch, extra, which):
+    """LSTM's backward runs over blocks of ``CHUNK`` time steps: a sequence of two and a bit
+    blocks, both directions, gradients from every output or from the final states alone."""
+    from ember.ops.rnn import MkldnnRnnLayerBackward0
+
+    tm, em = _torch_pair(torch, "LSTM", extra, torch.float64, bidirectional=True)
+    rng = np.random.default_rng(6)
+    T, B = 2 * MkldnnRnnLayerBackward0.CHUNK + 3, 3
+    xa = rng.standard_normal((T, B, 4))
+    sa = [rng.standard_normal((2, B, s)) for s in (extra.get("proj_size", 5), 5)]
+    xe, xt = ember.tensor(xa, requires_grad=True), torch.tensor(xa, requires_grad=True)
+    se = [ember.tensor(s, requires_grad=True) for s in sa]
+    st = [torch.tensor(s, requires_grad=True) for s in sa]
+    oe, ot = _flat(em(xe, tuple(se))), _flat(tm(xt, tuple(st)))
+    for e, t in zip(oe, ot, strict=True):
+        np.testing.assert_allclose(e.detach().numpy(), t.detach().numpy(), rtol=1e-10, atol=1e-12)
+    weights = [rng.standard_normal(tuple(t.shape)) for t in ot]
+    keep = range(3) if which is None else which
+    sum((oe[k] * ember.tensor(weights[k])).sum() for k in keep).backward()
+    sum((ot[k] * torch.tensor(weights[k])).sum() for k in keep).backward()
+    for e, t in zip([xe, *se], [xt, *st]):
+        np.testing.assert_allclose(e.grad.numpy(), t.grad.numpy(), rtol=1e-10, atol=1e-12)
+    tp = dict(tm.named_parameters())
+    for name, p in em.named_parameters():
+        np.testing.assert_allclose(p.grad.numpy(), tp[name].grad.numpy(), rtol=1e-10,
+                                   atol=1e-11, err_msg=name)
+
+
 def test_lstm_node_is_torchs_and_one_per_layer_and_direction(torch):
     """torch's CPU LSTM records one MkldnnRnnLayerBackward0 per layer and direction, joined
     by CatBackward0 for bidirectional layers; ember's graph has the same shape."""

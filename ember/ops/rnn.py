@@ -7,13 +7,13 @@ but for LSTM). Modes are torch's: ``"LSTM"`` (gates i, f, g, o; ``w_hr`` project
 ``proj_size``), ``"GRU"`` (r, z, n), ``"RNN_TANH"``, ``"RNN_RELU"``.
 
 The forward projects every time step's input with one matmul (both biases folded in where the
-math allows); each step then does its recurrent matmul and the gate math in place on
-preallocated arrays, and keeps what backward needs (activated gates, cell states). Backward
-through time is written on arrays: the per-step factors that do not depend on the incoming
-gradient are computed for all steps at once (for LSTM in place over the forward's buffers,
-which a second backward with retain_graph=True rebuilds by rerunning the forward), each step
-then costs a few elementwise ops and one matmul, and the weight gradients are a few large
-matmuls at the end.
+math allows; LSTM folds the projection into its per-step matmul instead); each step then does
+its recurrent matmul and the gate math in place on preallocated arrays, and keeps what backward
+needs (activated gates, cell states). Backward through time is written on arrays: the per-step
+factors that do not depend on the incoming gradient are computed for many steps at once (for
+LSTM in place over the forward's buffers, block by block, which a second backward with
+retain_graph=True rebuilds by rerunning the forward), each step then costs a few elementwise
+ops and one matmul, and the weight gradients are a few large matmuls (for LSTM, per block).
 
 With ``create_graph=True`` the node instead recomputes the layer through ember ops, step by
 step (``rnn_layer_per_step``, the same path ``nn.*Cell`` use), and differentiates that, so
@@ -243,65 +243,124 @@ def _weight_grads(node: _LayerOp, xp, dz_x, dz_h, x, h0, out, w_ih, has_bias: bo
     return gx, gw_ih, gw_hh, gb_ih, gb_hh
 
 
+def _to_gate_rows(dst, src, hidden: int):
+    """Copy ``src``'s rows (torch's gate order i, f, g, o) into ``dst`` in the order o, i, f, g
+    (leading axis): the three sigmoid gates, then i, f, g, each a contiguous block."""
+    dst[:hidden] = src[3 * hidden:]
+    dst[hidden:] = src[:3 * hidden]
+
+
+def _from_gate_rows(dst, src, hidden: int):
+    """The inverse of ``_to_gate_rows``: rows o, i, f, g back to torch's i, f, g, o."""
+    dst[:3 * hidden] = src[hidden:]
+    dst[3 * hidden:] = src[:hidden]
+
+
+def _chunks(steps: int, reverse: bool, size: int):
+    """Time ranges ``(lo, hi)`` of at most ``size`` steps, in the order backward visits them."""
+    if reverse:
+        return [(lo, min(lo + size, steps)) for lo in range(0, steps, size)]
+    return [(max(hi - size, 0), hi) for hi in range(steps, 0, -size)]
+
+
+def _views(a) -> list:
+    """``a``'s sub-arrays along its first axis: the loops' per-step views, made before the
+    loop. (Indexing, not ``list(a)``: ``ember.compile``'s capture records an index but
+    stops at iteration.)"""
+    return [a[k] for k in range(a.shape[0])]
+
+
+def _add_product(xp, acc, a, b):
+    """``acc + a @ b`` (``a @ b`` when ``acc`` is None), accumulating in place."""
+    if acc is None:
+        return xp.matmul(a, b)
+    acc += xp.matmul(a, b)
+    return acc
+
+
 class MkldnnRnnLayerBackward0(_LayerOp):
     """LSTM layer (torch's fused CPU node's name). Gates i, f, g, o:
-    c' = sigmoid(f) c + sigmoid(i) tanh(g), h' = sigmoid(o) tanh(c') (@ W_hr^T with proj)."""
+    c' = sigmoid(f) c + sigmoid(i) tanh(g), h' = sigmoid(o) tanh(c') (@ W_hr^T with proj).
+
+    NOTE: the time loop runs transposed, on (features, batch) blocks: each gate is then a
+    contiguous block (NumPy's elementwise ops on the strided column blocks of a (B, 4H) array
+    cost ~2.5x more: ~1 us a call at B 32), and W @ h^T is faster than h @ W^T (46 against
+    50 us for LSTM(64, 128), B 32). Gates run in the order o, i, f, g: the sigmoids are one
+    block, and so are the three gates that take the cell's gradient.
+    """
 
     __slots__ = ()
 
+    # time steps per block of backward. NOTE: 5 to 25 time the same (LSTM(64, 128), B 32);
+    # the block's temporary is (4H, CHUNK B), 640 KiB there: the step's peak memory
+    CHUNK = 10
+
     def forward(self, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr):
         xp = xp_of(x)
-        steps, batch, _ = x.shape
-        hidden = c0.shape[1]
+        steps, batch, features = x.shape
+        hidden, size = c0.shape[1], h0.shape[1]
         dtype = x.dtype
-        # NOTE: sigmoid(z) = (tanh(z / 2) + 1) / 2. The rows of i, f and o are halved in the
-        # weights and bias (exact: a power of two), so one in-place tanh over all four gates
-        # and one scalar affine map (g's tanh set aside around it) give the three sigmoids and
-        # g's tanh (and tanh, unlike exp(-z), never overflows).
-        half = _row_scale(xp, dtype, hidden, (True, True, False, True))
-        gates = _input_projection(xp, x, w_ih, half)
-        if b_ih is not None:
-            gates += (b_ih + b_hh) * half
-        whh_t = _scaled_t(xp, w_hh, half)
-        whr_t = None if w_hr is None else _scaled_t(xp, w_hr, None)
-        c_prev = xp.empty((steps, batch, hidden), dtype=dtype)  # the cell state entering t
-        tanh_c = xp.empty((steps, batch, hidden), dtype=dtype)
-        out = xp.empty((steps, batch, h0.shape[1]), dtype=dtype)
-        h_raw = out if w_hr is None else xp.empty((steps, batch, hidden), dtype=dtype)
-        rec = xp.empty((batch, 4 * hidden), dtype=dtype)
-        ig = xp.empty((batch, hidden), dtype=dtype)
-        tanh_g = xp.empty((batch, hidden), dtype=dtype)
-        c_n = xp.empty((batch, hidden), dtype=dtype)
+        h3, h4 = 3 * hidden, 4 * hidden
+        # NOTE: one matmul a step does the input projection, both biases and the recurrence:
+        # [W_hh | W_ih | b] @ [h; x_t; 1] (K = P + I + 1) costs 69 us against 46 us for W_hh
+        # @ h, plus 24 us a step for the projection (batched into the gates) and 2.5 us to add
+        # it (and the bias as a pass of its own costs 200 us, as a row of ones 0.5 us a step).
+        # sigmoid(z) = (tanh(z / 2) + 1) / 2: the rows of o, i and f are halved (exact: a power
+        # of two), so one tanh over all four gates and one affine map over the first three
+        # give the sigmoids and g's tanh (and tanh, unlike exp(-z), never overflows).
+        bias = b_ih is not None
+        width = size + features + bias
+        w = xp.empty((h4, width), dtype=dtype)
+        _to_gate_rows(w[:, :size], w_hh, hidden)
+        _to_gate_rows(w[:, size:size + features], w_ih, hidden)
+        if bias:
+            _to_gate_rows(w[:, -1], b_ih + b_hh, hidden)
+        w[:h3] *= 0.5
+        # z[s] = [h; x_t; 1] for the step that reads slot s: step t reads slot t (t + 1 in
+        # reverse) and writes its h into slot t + 1 (t), where the next step reads it
+        z = xp.empty((steps + 1, width, batch), dtype=dtype)
+        lead = int(self.reverse)
+        xp.copyto(z[lead:lead + steps, size:size + features], x.transpose(0, 2, 1))
+        if bias:
+            z[:, -1] = 1
         order = _steps(steps, self.reverse)
-        c_prev[order[0]] = c0
-        i_, f_, g_, o_ = (gates[:, :, k * hidden:(k + 1) * hidden] for k in range(4))
-        h = h0
+        z[order[0] + lead, :size] = h0.T
+        # what backward needs, per step (5H, B): the gates (o, i, f as sigmoids, g as tanh)
+        # and the cell state entering the step (tanh of the one leaving it is recomputed)
+        acts = xp.empty((steps, 5 * hidden, batch), dtype=dtype)
+        acts[order[0], h4:] = c0.T
+        c_n = xp.empty((hidden, batch), dtype=dtype)
+        tanh_c = xp.empty((hidden, batch), dtype=dtype)
+        prod = xp.empty((2 * hidden, batch), dtype=dtype)
+        prod_i, prod_f = prod[:hidden], prod[hidden:]
+        h_raw = None if w_hr is None else xp.empty((steps, hidden, batch), dtype=dtype)
+        gates, sig, i_f, g_c = (_views(acts[:, :h4]), _views(acts[:, :h3]),
+                                _views(acts[:, hidden:h3]), _views(acts[:, h3:]))
+        o_, c_in = _views(acts[:, :hidden]), _views(acts[:, h4:])
+        z_in, z_h = _views(z), _views(z[:, :size])
+        c_out = [c_in[t - 1 if self.reverse else t + 1] for t in order[:-1]] + [c_n]
+        matmul, tanh, multiply, add = xp.matmul, xp.tanh, xp.multiply, xp.add
         for k, t in enumerate(order):
-            g = gates[t]
-            xp.matmul(h, whh_t, out=rec)
-            g += rec
-            xp.tanh(g, out=g)
-            # NOTE: the affine map runs with scalars over all four gates (contiguous) and g's
-            # tanh is set aside and put back around it: 2 + 2 small copies measured ~6 us a
-            # step against ~12-14 us for one (B, 4, H) * (4, 1) broadcast multiply and add
-            # (LSTM(64, 128), B 32); bit for bit the same values
-            gg = g_[t]
-            xp.copyto(tanh_g, gg)
-            g *= 0.5
-            g += 0.5
-            xp.copyto(gg, tanh_g)
-            c = c_n if k == steps - 1 else c_prev[order[k + 1]]
-            xp.multiply(f_[t], c_prev[t], out=c)
-            xp.multiply(i_[t], tanh_g, out=ig)
-            c += ig
-            tc = tanh_c[t]
-            xp.tanh(c, out=tc)
-            xp.multiply(o_[t], tc, out=h_raw[t])
-            if whr_t is not None:
-                xp.matmul(h_raw[t], whr_t, out=out[t])
-            h = out[t]
-        self.buffers = (gates, c_prev, tanh_c, None if w_hr is None else h_raw)
-        return out, out[order[-1]].copy(), c_n
+            gate = gates[t]
+            matmul(w, z_in[t + lead], out=gate)
+            tanh(gate, out=gate)
+            s = sig[t]
+            s *= 0.5
+            s += 0.5
+            c = c_out[k]
+            multiply(i_f[t], g_c[t], out=prod)           # [i; f] * [g; c_{t-1}]
+            add(prod_i, prod_f, out=c)
+            tanh(c, out=tanh_c)
+            h = z_h[t + 1 - lead]
+            if w_hr is None:
+                multiply(o_[t], tanh_c, out=h)
+            else:
+                multiply(o_[t], tanh_c, out=h_raw[t])
+                matmul(w_hr, h_raw[t], out=h)
+        out = xp.empty((steps, batch, size), dtype=dtype)
+        xp.copyto(out, z[1 - lead:1 - lead + steps, :size].transpose(0, 2, 1))
+        self.buffers = (acts, c_n, h_raw)
+        return out, out[order[-1]].copy(), xp.ascontiguousarray(c_n.T)
 
     def bptt(self, grads, x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr, out):
         d_out, d_hn, d_cn = grads
@@ -309,75 +368,132 @@ class MkldnnRnnLayerBackward0(_LayerOp):
             # a second backward (retain_graph=True): the first consumed the buffers in place,
             # so rebuild them from the saved inputs (the same arrays, bit for bit)
             self.forward(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr)
-        gates, c_prev, tanh_c, h_raw = self.buffers
+        acts, c_n, h_raw = self.buffers
         # the buffers are overwritten below: this node's next run (if any) recomputes them
         self.buffers = None
-        xp = xp_of(gates)
-        steps, batch, hidden = c_prev.shape
-        size = out.shape[2]
-        dtype = gates.dtype
-        gates4 = gates.reshape(steps, batch, 4, hidden)
-        i, f, g, o = (gates4[:, :, k] for k in range(4))
-        # Factors independent of the incoming gradient: with dh the gradient reaching h_t
-        # (before the projection: W_hr^T applied) and dc reaching c_t,
-        #   dz_o = dh * tanh(c) o (1 - o),  dc += dh * o (1 - tanh(c)^2),
-        #   dz_{i,f,g} = dc * [g i (1 - i), c_{t-1} f (1 - f), i (1 - g^2)],  dc_{t-1} = dc * f
-        # NOTE: computed in place over the forward's buffers (gates -> the four factors k_i,
-        # k_f, k_g, k_o; tanh_c -> k_c; c_prev -> f), and dz then overwrites the factors step by
-        # step: backward allocates one (T, B, H) temporary instead of ~3.3x the gates' size
-        # (LSTM(64, 128), T 50, B 32: the training step's peak RSS growth 17.3 -> 7.7 MiB).
-        u = 1 - o
-        u *= o
-        u *= tanh_c                              # k_o
-        xp.multiply(tanh_c, tanh_c, out=tanh_c)
-        xp.subtract(1, tanh_c, out=tanh_c)
-        tanh_c *= o                              # k_c
-        xp.copyto(o, u)
-        xp.subtract(1, f, out=u)
-        u *= f
-        u *= c_prev                              # k_f
-        xp.copyto(c_prev, f)
-        xp.copyto(f, u)
-        xp.multiply(g, g, out=u)
-        xp.subtract(1, u, out=u)
-        u *= i                                   # k_g
-        g *= i
-        xp.subtract(1, i, out=i)
-        i *= g                                   # k_i = g i (1 - i)
-        xp.copyto(g, u)
-        del u
-        k_c, f = tanh_c, c_prev
-        dz = gates
-        dh = _state_grad(xp, d_hn, (batch, size), dtype)
-        dc = _state_grad(xp, d_cn, (batch, hidden), dtype)
-        dh_t = xp.empty((batch, size), dtype=dtype)
-        tmp = xp.empty((batch, hidden), dtype=dtype)
-        dh_proj = None if w_hr is None else xp.empty((steps, batch, size), dtype=dtype)
-        dh_raw = None if w_hr is None else xp.empty((batch, hidden), dtype=dtype)
-        dc3 = dc[:, None, :]
-        for t in reversed(_steps(steps, self.reverse)):
-            if d_out is not None:
-                cur = xp.add(d_out[t], dh, out=dh_t)
+        xp = xp_of(acts)
+        steps, _, batch = acts.shape
+        hidden, size, features = c0.shape[1], out.shape[2], x.shape[2]
+        h2, h3, h4 = 2 * hidden, 3 * hidden, 4 * hidden
+        dtype = acts.dtype
+        reverse = self.reverse
+        # dh_{t-1}^T = W_hh^T dz^T, W_hh's rows in the loop's gate order (unscaled)
+        w_t = xp.empty((size, h4), dtype=dtype)
+        _to_gate_rows(w_t.T, w_hh, hidden)
+        dh = xp.zeros((size, batch), dtype=dtype)
+        if d_hn is not None:
+            xp.copyto(dh, d_hn.T)
+        dc = xp.zeros((hidden, batch), dtype=dtype)
+        if d_cn is not None:
+            xp.copyto(dc, d_cn.T)
+        want_w = [self.needs_grad(i) for i in (0, 3, 4, 5, 6)]
+        gx = xp.empty(x.shape, dtype=dtype) if want_w[0] else None
+        gw_ih = gw_hh = gb = gw_hr = ones = None
+        chunk = min(self.CHUNK, steps)
+        # one block's dz^T for the weight gradients; until then, k_c and scratch for tanh(c)
+        block = xp.empty((h4 if any(want_w) else h2) * chunk * batch, dtype=dtype)
+        cur = xp.empty((size, batch), dtype=dtype)
+        tmp = xp.empty((hidden, batch), dtype=dtype)
+        # c_t, the cell state leaving the block's last step (in time), for tanh(c_t): the
+        # next block's c_{t-1} row, which that block's factors overwrite with f
+        carry = c_n
+        if w_hr is not None:
+            dh_proj = xp.empty((steps, size, batch), dtype=dtype)
+            dh_raw = xp.empty((hidden, batch), dtype=dtype)
+        matmul, multiply, add, subtract = xp.matmul, xp.multiply, xp.add, xp.subtract
+        for lo, hi in _chunks(steps, reverse, chunk):
+            n = hi - lo
+            blk = acts[lo:hi]
+            sig_o, sig_i, sig_f = blk[:, :hidden], blk[:, hidden:h2], blk[:, h2:h3]
+            g, c_in = blk[:, h3:h4], blk[:, h4:]
+            k_c = block[:hidden * n * batch].reshape(n, hidden, batch)
+            tanh_c = block[hidden * n * batch:h2 * n * batch].reshape(n, hidden, batch)
+            # tanh(c_t) for the block's steps: c_t is the next step's c_{t-1}
+            if reverse:
+                xp.tanh(carry, out=tanh_c[0])
+                xp.tanh(c_in[:-1], out=tanh_c[1:])
+                carry = c_in[-1].copy()
             else:
-                cur = dh
-            if w_hr is not None:
-                dh_proj[t] = cur
-                cur = xp.matmul(cur, w_hr, out=dh_raw)
-            k4 = gates4[t]
-            dz_o = k4[:, 3]
-            dz_o *= cur
-            xp.multiply(cur, k_c[t], out=tmp)
-            dc += tmp
-            dz_ifg = k4[:, :3]
-            dz_ifg *= dc3
-            dc *= f[t]
-            xp.matmul(dz[t], w_hh, out=dh)
-        gx, gw_ih, gw_hh, gb_ih, gb_hh = _weight_grads(self, xp, dz, dz, x, h0, out, w_ih,
-                                                       b_ih is not None)
-        gw_hr = None
+                xp.tanh(c_in[1:], out=tanh_c[:-1])
+                xp.tanh(carry, out=tanh_c[-1])
+                carry = c_in[0].copy()
+            # Factors independent of the incoming gradient, for the block's steps at once,
+            # in place over the forward's buffers: with dh the gradient reaching h_t (W_hr^T
+            # applied with proj) and dc reaching c_t,
+            #   dz_o = dh * tanh(c) o (1 - o),  dc += dh * o (1 - tanh(c)^2) = dh * k_c,
+            #   dz_{i,f,g} = dc * [g i (1 - i), c_{t-1} f (1 - f), i (1 - g^2)],
+            #   dc_{t-1} = dc * f;
+            # the rows become [k_o, k_i, k_f, k_g, f] (k_c aside), and dz then overwrites
+            # k_o..k_g step by step: no (T, 4H, B) temporary
+            multiply(tanh_c, tanh_c, out=k_c)
+            subtract(1, k_c, out=k_c)
+            k_c *= sig_o                                  # k_c
+            tanh_c *= sig_o                               # (tanh_c is scratch from here)
+            subtract(1, sig_o, out=sig_o)
+            sig_o *= tanh_c                               # k_o
+            multiply(sig_i, g, out=tanh_c)
+            g *= g
+            subtract(1, g, out=g)
+            g *= sig_i                                    # k_g
+            subtract(1, sig_i, out=sig_i)
+            sig_i *= tanh_c                               # k_i
+            multiply(sig_f, c_in, out=tanh_c)
+            xp.copyto(c_in, sig_f)                        # f
+            subtract(1, sig_f, out=sig_f)
+            sig_f *= tanh_c                               # k_f
+            dz, dz_o, dz_ifg, f_, k_cs = (_views(blk[:, :h4]), _views(sig_o),
+                                          _views(blk[:, hidden:h4].reshape(n, 3, hidden, batch)),
+                                          _views(c_in), _views(k_c))
+            d_outs = None if d_out is None else _views(d_out[lo:hi].transpose(0, 2, 1))
+            for s in (range(n) if reverse else range(n - 1, -1, -1)):
+                if d_outs is not None:
+                    grad_h = add(d_outs[s], dh, out=cur)
+                else:
+                    grad_h = dh
+                if w_hr is not None:
+                    xp.copyto(dh_proj[lo + s], grad_h)
+                    grad_h = matmul(w_hr.T, grad_h, out=dh_raw)
+                multiply(dz_o[s], grad_h, out=dz_o[s])
+                multiply(grad_h, k_cs[s], out=tmp)
+                dc += tmp
+                multiply(dz_ifg[s], dc, out=dz_ifg[s])
+                dc *= f_[s]
+                matmul(w_t, dz[s], out=dh)
+            if not any(want_w):
+                continue
+            # dz^T of the block's steps as one (4H, n B) matrix in torch's gate order: the
+            # weight gradients are sums over steps and batch, a matmul each
+            dzb = block[:h4 * n * batch].reshape(h4, n, batch)
+            _from_gate_rows(dzb, blk[:, :h4].transpose(1, 0, 2), hidden)
+            flat = dzb.reshape(h4, n * batch)
+            if want_w[0]:
+                matmul(flat.T, w_ih, out=gx[lo:hi].reshape(n * batch, features))
+            if want_w[1]:
+                gw_ih = _add_product(xp, gw_ih, flat, x[lo:hi].reshape(n * batch, features))
+            if want_w[2]:
+                # sum over t of dz_t^T h_{t-1}; h_{t-1} is the previous step's output (h0 first)
+                first = hi - 1 if reverse else lo
+                if first == (steps - 1 if reverse else 0):
+                    gw_hh = _add_product(xp, gw_hh, dzb[:, first - lo], h0)
+                    rest = (lo, hi - 1) if reverse else (lo + 1, hi)
+                else:
+                    rest = (lo, hi)
+                if rest[1] > rest[0]:
+                    shift = 1 if reverse else -1
+                    prev = out[rest[0] + shift:rest[1] + shift].reshape(-1, size)
+                    gw_hh = _add_product(xp, gw_hh, dzb[:, rest[0] - lo:rest[1] - lo]
+                                         .reshape(h4, -1), prev)
+            if want_w[3] or want_w[4]:
+                # NOTE: a matrix-vector product: 7.6 us against 36 us for flat.sum(1)
+                if ones is None:
+                    ones = xp.ones(chunk * batch, dtype=dtype)
+                gb = _add_product(xp, gb, flat, ones[:n * batch])
         if w_hr is not None and self.needs_grad(7):
-            gw_hr = xp.matmul(dh_proj.reshape(-1, size).T, h_raw.reshape(-1, hidden))
-        return (gx, dh if self.needs_grad(1) else None, dc if self.needs_grad(2) else None,
+            gw_hr = xp.tensordot(dh_proj, h_raw, axes=([0, 2], [0, 2]))
+        gb_ih = gb if want_w[3] else None
+        gb_hh = (gb.copy() if want_w[3] else gb) if want_w[4] else None
+        return (gx, xp.ascontiguousarray(dh.T) if self.needs_grad(1) else None,
+                xp.ascontiguousarray(dc.T) if self.needs_grad(2) else None,
                 gw_ih, gw_hh, gb_ih, gb_hh, gw_hr)
 
 
