@@ -134,6 +134,8 @@ def _targets() -> dict[int, tuple]:
         name = "aten::" + info.name.strip("_")
         add(info.fn, name)
         add(info.public, name)
+        if info.operator is not None:  # what ``x + y`` runs (``register(operator=...)``)
+            add(info.operator, name)
         if callable(info.method):
             add(info.method, name)
             add(_with_keyword_aliases(info.method), name)
