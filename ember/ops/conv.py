@@ -48,9 +48,43 @@ __all__ = [
 #   over the batch: 1.8 ms vs 3.0 ms on the sample-major columns (see ``_conv_weight``);
 # * d/dinput does not use these columns, and stays sample-major (see ``_conv_transposed``).
 #
-# The flat "shifted rows" im2col (stride 1: each kernel offset is one contiguous slice of the
-# flattened padded image) copies faster (0.60 ms) but multiplies the garbage columns between
-# rows too: its GEMMs were 1.3x slower here, a net loss at these sizes.
+# The flat "shifted rows" im2col of the *padded* image (each kernel offset one contiguous slice)
+# multiplies the garbage columns between rows too: its GEMMs were 1.3x slower here. The shifted
+# kernels below shift the *unpadded* plane instead and zero what falls off it, so the columns
+# are exact (see ``_row_shifts``).
+
+def _row_shifts(kernel: tuple, spec, size: tuple, out: tuple):
+    """For a 2-d stride-1 convolution whose output rows are as wide as the input's (padding
+    "same" in width), output position f = y*w + x reads input position f + s for kernel offset
+    (i, j): one shift of the flattened plane. Yields (i, j, taps) with taps None when the
+    offset only reads padding, else (y0, y1, b, s, f0, f1): output rows [y0, y1) read inside
+    the input, the column shift b (columns x with x + b outside [0, w) would wrap into the
+    neighbouring row: the caller zeroes them), and the flat output range [f0, f1) to move."""
+    _, ((lh, _), (lw, _)), (dh, dw), _ = spec
+    h, w = size
+    for i in range(kernel[0]):
+        a = i * dh - lh
+        y0, y1 = max(0, -a), min(out[0], h - a)
+        for j in range(kernel[1]):
+            b = j * dw - lw
+            s = a * w + b
+            taps = (y0, y1, b, s, max(y0 * w, -s), min(y1 * w, h * w - s)) \
+                if y0 < y1 and abs(b) < w else None
+            yield i, j, taps
+
+
+def _shifted(spec, size: tuple, out: tuple) -> bool:
+    """``_row_shifts``' case: 2-d, stride 1, output rows as wide as the input's."""
+    return len(size) == 2 and spec[0][0] == spec[0][1] == 1 and out[1] == size[1]
+
+
+def _wrapped(cols6: ndarray, rows: tuple, b: int) -> ndarray:
+    """The columns of ``cols6`` (..., oh, ow) in ``rows`` that a column shift ``b`` wraps."""
+    return cols6[..., rows[0]:rows[1], :-b] if b < 0 else cols6[..., rows[0]:rows[1], -b:]
+
+
+_CHUNK_BYTES = 1 << 20  # the columns the chunked d/dinput makes at a time: about an L2 cache
+
 
 def _spatial(nd: int) -> tuple:
     return tuple(range(2, 2 + nd))
@@ -70,6 +104,8 @@ def _columns(x: ndarray, kernel: tuple, spec, out: tuple) -> ndarray:
         # channel-major copy (0.60 ms for the old sample-major im2col)
         return x.reshape(n, groups, cgk, p)
     xp = xp_of(x)
+    if _shifted(spec, x.shape[2:], out):
+        return _shifted_columns(x, kernel, spec, out)
     xt = x.transpose(1, 0, *_spatial(nd))                          # (C, N, *S), a view
     if any(lo or hi for lo, hi in pads):
         # the padded buffer is written channel-major straight away (one copy for both)
@@ -83,6 +119,65 @@ def _columns(x: ndarray, kernel: tuple, spec, out: tuple) -> ndarray:
     # NOTE: assigning into ``empty`` measured 2x faster than ``ascontiguousarray`` of the view
     cols[...] = win.transpose(0, *range(2 + nd, 2 + 2 * nd), 1, *_spatial(nd))
     return cols.reshape(groups, cgk, n, p).transpose(2, 0, 1, 3)
+
+
+def _shifted_columns(x: ndarray, kernel: tuple, spec, out: tuple,
+                     ones: bool = False) -> ndarray:
+    """``_columns`` in ``_row_shifts``' case, in the same layout: per kernel offset one copy of
+    the shifted planes (rows of h*w, no padded buffer), then zeros where it reads padding.
+    ``ones`` (one group only) appends a row of ones, for the bias (see ``_conv``).
+
+    NOTE: 0.44 ms vs 1.0 ms for the window copy on cnn.py's second layer (its inner loops
+    run along 14-wide rows), 0.09 vs 0.13 ms on the first."""
+    n, c, h, w = x.shape
+    groups = spec[3]
+    p = out[0] * out[1]
+    rows = c * math.prod(kernel)
+    xf = x.reshape(n, c, h * w).transpose(1, 0, 2)                 # (C, N, h*w), a view
+    buf = xp_of(x).empty((rows + ones, n, p), dtype=x.dtype)
+    if ones:
+        buf[-1] = 1
+    cols = buf[:rows].reshape((c,) + tuple(kernel) + (n, p))
+    cols6 = cols.reshape(cols.shape[:4] + tuple(out))
+    for i, j, taps in _row_shifts(kernel, spec, (h, w), out):
+        dst = cols[:, i, j]                                        # (C, N, P)
+        if taps is None:
+            dst[...] = 0
+            continue
+        y0, y1, b, s, f0, f1 = taps
+        dst[..., f0:f1] = xf[..., f0 + s:f1 + s]
+        dst[..., :f0] = 0
+        dst[..., f1:] = 0
+        if b:
+            _wrapped(cols6[:, i, j], (y0, y1), b)[...] = 0
+    return buf.reshape(groups, (rows + ones) // groups, n, p).transpose(2, 0, 1, 3)
+
+
+def _shifted_col2im(cols: ndarray, size: tuple, spec, buf: ndarray) -> None:
+    """``_col2im`` in ``_row_shifts``' case, from (N, C, kh, kw, oh, ow) contiguous columns
+    (a temporary: its wrapping columns are zeroed in place) into ``buf`` (N, C, h*w): one add
+    of long rows per kernel offset, the offset reading the plane unshifted (if any) copied in
+    first instead of zeros.
+
+    NOTE: 0.82 ms vs 1.6 ms for the strided adds on cnn.py's second layer (14-wide rows)."""
+    n, c, kh, kw, oh, ow = cols.shape
+    h, w = size
+    flat = cols.reshape(n, c, kh, kw, oh * ow)
+    shifts = list(_row_shifts((kh, kw), spec, size, (oh, ow)))
+    first = next((k for k, (_, _, t) in enumerate(shifts)
+                  if t is not None and t[3:] == (0, 0, h * w)), None)
+    if first is None:
+        buf[...] = 0
+    else:
+        i, j, _ = shifts.pop(first)
+        buf[...] = flat[:, :, i, j]
+    for i, j, taps in shifts:
+        if taps is None:
+            continue
+        y0, y1, b, s, f0, f1 = taps
+        if b:
+            _wrapped(cols[:, :, i, j], (y0, y1), b)[...] = 0
+        buf[:, :, f0 + s:f1 + s] += flat[:, :, i, j, f0:f1]
 
 
 def _col2im(cols: ndarray, size: tuple, spec) -> ndarray:
@@ -110,15 +205,28 @@ def _col2im(cols: ndarray, size: tuple, spec) -> ndarray:
     return buf
 
 
-def _conv(x: ndarray, w: ndarray, spec, out: tuple, keep_cols: bool = False):
-    """B(x, w): the convolution of x (N, C, *S) with w (Cout, C/G, *K), output (N, Cout, *out)."""
+def _conv(x: ndarray, w: ndarray, spec, out: tuple, keep_cols: bool = False, bias=None):
+    """B(x, w): the convolution of x (N, C, *S) with w (Cout, C/G, *K), output (N, Cout, *out),
+    plus ``bias`` (Cout,) if given."""
     groups = spec[3]
     n = x.shape[0]
     cout = w.shape[0]
-    cols = _columns(x, w.shape[2:], spec, out)                     # (N, G, Cg*K, P) view
-    wm = w.reshape(groups, cout // groups, cols.shape[2])
+    # NOTE: in the shifted case the bias is one more column of the weight times a row of
+    # ones in the columns: 0.25-0.4 ms less per cnn.py step than adding it to the output after
+    fold = bias is not None and groups == 1 and math.prod(w.shape[2:]) > 1 \
+        and _shifted(spec, x.shape[2:], out)
+    if fold:
+        cols = _shifted_columns(x, w.shape[2:], spec, out, ones=True)  # (N, 1, C*K + 1, P)
+        wm = xp_of(w).concatenate([w.reshape(1, cout, -1), bias.reshape(1, cout, 1)], axis=2)
+    else:
+        cols = _columns(x, w.shape[2:], spec, out)                 # (N, G, Cg*K, P) view
+        wm = w.reshape(groups, cout // groups, cols.shape[2])
     y = wm @ cols                                  # (N, G, Og, P): the result is already NCHW
     y = y.reshape(n, cout, *out)
+    if fold:
+        cols = cols[:, :, :-1]
+    elif bias is not None:
+        y += bias.reshape((-1,) + (1,) * len(out))
     return (y, cols) if keep_cols else y
 
 
@@ -133,13 +241,28 @@ def _conv_transposed(g: ndarray, w: ndarray, spec, size: tuple) -> ndarray:
     cgk = cg * math.prod(kernel)
     gm = g.reshape(n, groups, cout // groups, p)                   # (N, G, Og, P)
     wm = w.reshape(groups, cout // groups, cgk).transpose(0, 2, 1)  # (G, Cg*K, Og)
+    if cgk != cg and n and _shifted(spec, size, out):
+        # NOTE: matmul and col2im a few samples at a time, so that the columns are still in
+        # cache for the adds: cnn.py's second-layer d/dinput took 2.20-2.24 ms per training
+        # step in chunks of 8-16 samples (about 1 MiB of columns), 2.47 in chunks of 4 and
+        # 2.69-2.73 all at once
+        step = max(1, _CHUNK_BYTES // (cgk * p * g.itemsize))
+        dx = None
+        for s in range(0, n, step):
+            cols = wm @ gm[s:s + step]
+            if dx is None:
+                dx = xp_of(cols).empty((n, groups * cg, math.prod(size)), dtype=cols.dtype)
+            _shifted_col2im(cols.reshape(-1, groups * cg, *kernel, *out), size, spec,
+                            dx[s:s + step])
+        return dx.reshape(n, groups * cg, *size)
     cols = wm @ gm                                                 # (N, G, Cg*K, P)
     if cgk == cg and all(s == 1 for s in stride) and not any(map(any, pads)):
         return cols.reshape(n, groups * cg, *size)                 # 1x1: no col2im
     # NOTE: sample-major columns here: col2im of the channel-major ones (written through
     # ``matmul(out=)`` into the layout ``_columns`` uses) measured no faster on cnn.py's second
     # layer (2.77 vs 2.75 ms) and slower with stride 2 (2.21 vs 1.90 ms)
-    return _col2im(cols.reshape(n, groups * cg, *kernel, *out), size, spec)
+    cols = cols.reshape(n, groups * cg, *kernel, *out)
+    return _col2im(cols, size, spec)
 
 
 def _conv_weight(x: ndarray, g: ndarray, spec, kernel: tuple,
@@ -182,8 +305,8 @@ class ConvolutionBackward0(Op):
             y = _conv_transposed(x, w, spec, size)
         else:
             # NOTE: the im2col columns are kept for d/dweight (saves one im2col per step)
-            y, self.cols = _conv(x, w, spec, size, keep_cols=True)
-        if b is not None:
+            y, self.cols = _conv(x, w, spec, size, keep_cols=True, bias=b)
+        if transposed and b is not None:
             y += b.reshape((-1,) + (1,) * len(size))
         # bfloat16 (ml_dtypes) multiplies in float32: round once, as torch does
         return y if y.dtype == x.dtype else y.astype(x.dtype)
@@ -199,10 +322,13 @@ class ConvolutionBackward0(Op):
             if self.needs_grad(1):
                 gw = ConvolutionWeightBackward0.apply(grad, x, params=(spec, self.kernel, None))
         else:
-            if self.needs_grad(0):
-                gx = ConvolutionBackward0.apply(grad, w, None, params=(spec, True, x.shape[2:]))
+            # NOTE: the weight gradient first, while the kept columns may still be in cache
+            # (the input gradient's own columns would evict them): cnn.py's two d/dweight
+            # took 2.23-2.25 ms per step this way, 2.41-2.48 ms after d/dinput
             if self.needs_grad(1):
                 gw = ConvolutionWeightBackward0.apply(x, grad, params=(spec, self.kernel, cols))
+            if self.needs_grad(0):
+                gx = ConvolutionBackward0.apply(grad, w, None, params=(spec, True, x.shape[2:]))
         if self.needs_grad(2):
             gb = grad.sum([0] + list(range(2, grad.dim())))
         return gx, gw, gb

@@ -5,8 +5,9 @@ Max pools take the running maximum over the kernel offsets of a window view (one
 step per offset, torch's tie rule: the first maximum wins, a NaN always wins) and record flat
 indices into each input plane; their derivative scatters the gradient to those indices, and
 that scatter's derivative gathers from them. Windows that tile the input (kernel == stride, no
-padding or dilation: MaxPool2d(2)) reduce one axis at a time instead and keep, per axis, only
-which tap won (``WindowArgmax``); indices are made only for the backward or when asked for.
+padding or dilation: MaxPool2d(2)) reduce one axis at a time instead, each step one contiguous
+pass over the flattened input, and keep, per axis, only which tap won (``WindowArgmax``);
+indices are made only for the backward or when asked for.
 Average pools are separable linear maps (``vision.AxisMap``): k strided taps along each axis,
 weighted by torch's divisor. The 1-d forms run the 2-d op on an unsqueezed input, as torch
 does (so their node is SqueezeBackward1). The 2-d and 3-d forms share one N-d implementation
@@ -167,23 +168,22 @@ def _last_nan_or_first_max(views, shape):
 
 # --------------------------------------------------------------------------- tiling windows
 
-def _taps(m: ndarray, axis: int, k: int) -> list:
-    """The ``k`` strided views of ``m`` along ``axis`` (its length a multiple of ``k``): tap
-    ``t`` of every window."""
-    pre = (slice(None),) * axis
-    return [m[pre + (slice(t, None, k),)] for t in range(k)]
-
-
 @functools.lru_cache(maxsize=8)
-def _window_origins(xp, device, outer: int, inner: int, k: int) -> ndarray:
-    """``p * k * inner + q`` over (outer, inner) on ``device``: where window (p, q) of an axis
-    reduced ``k`` to 1 starts in the unreduced array. Cached (a few shapes: the layers of a
-    network), so never written to.
+def _window_origins(xp, device, rows: int, size: tuple, kernel: tuple, out: tuple) -> ndarray:
+    """Where each window (rows, *out) of a tiling max pool starts in the flattened input (rows
+    planes of ``size``), int64 on ``device``. Cached (a few shapes: the layers of a network),
+    so never written to.
 
     NOTE: built per call (a broadcast add whose inner loop is one output row) it took 200 us
     of the 550 for the index walk of MaxPool2d(2) on 64x16x28x28."""
-    return (xp.arange(0, outer * k * inner, k * inner, dtype=host.int64).reshape(outer, 1)
-            + xp.arange(inner, dtype=host.int64))
+    nd = len(size)
+    plane = math.prod(size)
+    origin = xp.arange(0, rows * plane, plane, dtype=host.int64).reshape((rows,) + (1,) * nd)
+    for ax, (o, k, step) in enumerate(zip(out, kernel, _plane_strides(size))):
+        shape = [1] * (nd + 1)
+        shape[ax + 1] = o
+        origin = origin + (xp.arange(o, dtype=host.int64) * (k * step)).reshape(shape)
+    return origin
 
 
 class WindowArgmax:
@@ -191,98 +191,118 @@ class WindowArgmax:
     (kernel == stride, no padding or dilation, sizes multiples of the kernel), kept per axis
     as the winning tap along it: what a max pool's backward needs, without int64 indices.
 
-    The pool reduces the last axis first, then each earlier one, so ``args[ax]`` has the
-    input's extent on the axes before ``ax`` and the output's from ``ax`` on (None where the
-    kernel is 1). First along the last axis, then the first row holding that maximum and so on
-    is torch's row-major "first maximum" rule.
+    ``args[ax]`` (None where the kernel is 1) is flat over the whole input, as
+    ``_window_max`` computes it: at an element whose coordinates after ``ax`` are window
+    starts, the tap along ``ax`` that won (the first maximum, the earlier axes' taps fixed at
+    that element). Read from the first axis to the last, starting at the window's origin,
+    that is torch's row-major "first maximum" rule.
 
     NOTE: the backward scatters at flat indices walked from these only when it runs (MaxPool2d(2)
-    on 64x16x28x28: 0.36 ms walk + 0.25 ms scatter); replaying each reduction's adjoint as
+    on 64x16x28x28: 0.38 ms walk + 0.25 ms scatter); replaying each reduction's adjoint as
     masked strided writes took 0.72 ms, and int64 indices made in the forward cost it ~0.4 ms
     even when no backward follows.
     """
 
-    __slots__ = ("_global", "args", "kernel", "out", "size")
+    __slots__ = ("_global", "args", "kernel", "lead", "out", "size")
 
-    def __init__(self, args: list, kernel: tuple, out: tuple, size: tuple) -> None:
-        self.args, self.kernel, self.out, self.size = args, kernel, out, size
+    def __init__(self, args: list, kernel: tuple, out: tuple, size: tuple, lead: tuple) -> None:
+        self.args, self.kernel, self.out, self.size, self.lead = args, kernel, out, size, lead
         self._global = None
 
     def global_index(self) -> ndarray:
-        """The winners' flat indices into the whole input (lead + out, int64), walked from the
-        output back through each axis's reduction, last reduction first (and kept: double
-        backward reads them again)."""
+        """The winners' flat indices into the whole input (lead + out, int64): from each
+        window's origin, add the winning tap of each axis times its step, first axis first
+        (and kept: double backward reads them again)."""
         if self._global is not None:
             return self._global
-        nd, out = len(self.kernel), self.out
-        e = None
-        for ax, (arg, k) in enumerate(zip(self.args, self.kernel)):
+        kernel, out, size = self.kernel, self.out, self.size
+        rows = math.prod(self.lead)
+        arg0 = next(a for a in self.args if a is not None)
+        xp = xp_of(arg0)
+        e = _window_origins(xp, device_of(arg0), rows, size, kernel, out)
+        first = True
+        for arg, step in zip(self.args, _plane_strides(size)):
             if arg is None:
                 continue
-            inner = math.prod(out[ax + 1:])
-            if e is None:  # the output itself: every element in order, no gather
-                shape = arg.shape
-                outer = math.prod(shape) // inner
-                xp = xp_of(arg)
-                e = _window_origins(xp, device_of(arg), outer, inner, k)
-                e = e + (arg.reshape(outer, inner) if inner == 1 else
-                         arg.reshape(outer, inner) * inner)
+            if first:  # read at the origins themselves: a strided view, no gather
+                t = _window_starts(arg.reshape((rows,) + size), kernel, out)
+                e = xp.multiply(t, step, dtype=host.int64) + e
+                first = False
                 continue
-            t = arg.reshape(-1).take(e)
-            if inner == 1:
-                e *= k
-            else:  # 3-d pools: split e at this axis
-                hi, lo = xp.divmod(e, inner)
-                e = hi * (k * inner) + lo
-                t = t * inner
-            e += t
-        self._global = e.reshape(shape[:len(shape) - nd] + tuple(out))
+            t = arg.take(e)
+            e += t if step == 1 and t.dtype == host.bool_ else \
+                xp.multiply(t, step, dtype=host.int64)
+        self._global = e.reshape(self.lead + out)
         return self._global
 
     def flat_index(self) -> ndarray:
         """torch's indices (int64, flat into each input plane)."""
         g = self.global_index()
-        nd = len(self.kernel)
+        rows = math.prod(self.lead)
         plane = math.prod(self.size)
-        rows = math.prod(g.shape[:g.ndim - nd])
         base = xp_of(g).arange(0, rows * plane, plane, dtype=host.int64)
         return (g.reshape(rows, -1) - base[:, None]).reshape(g.shape)
 
 
-def _window_max(a: ndarray, kernel: tuple, out: tuple, with_argmax: bool):
-    """Values of a max pool whose windows tile ``a`` (..., *spatial), one axis at a time, last
-    axis first, and (``with_argmax``) the ``WindowArgmax``, or None when a NaN makes torch's
-    "a NaN wins" rule the one to follow (the caller then takes the general path).
+def _window_starts(a: ndarray, kernel: tuple, out: tuple) -> ndarray:
+    """The view (..., *out) of ``a`` (..., *spatial, spatial = out * kernel) at each window's
+    first element."""
+    nd = len(kernel)
+    split = a.reshape(a.shape[:a.ndim - nd] + tuple(v for o, k in zip(out, kernel)
+                                                   for v in (o, k)))
+    return split[(Ellipsis,) + (slice(None), 0) * nd]
 
-    NOTE: for MaxPool2d(2) on 64x16x28x28 float32 two passes per axis (``maximum`` and ``>``
-    over the even/odd views) take 0.84 ms (values alone 0.46) against 1.26 ms for the running
-    maximum over the four window taps with int8 first-maximum bookkeeping and int64 indices.
+
+def _window_max(a: ndarray, kernel: tuple, out: tuple, with_argmax: bool):
+    """Values (..., *out) of a max pool whose windows tile ``a`` (..., *spatial) and (with
+    ``with_argmax``) the ``WindowArgmax``, or None when a NaN makes torch's "a NaN wins" rule
+    the one to follow (the caller then takes the general path).
+
+    One axis at a time, last axis first, over the whole flattened input: tap t of a window
+    along an axis is the element t steps further, so each step is one contiguous ``maximum``
+    (and ``>`` for the winning tap) of the array with itself shifted, whose results are
+    right at the window starts (and garbage between them, never read); the values are picked
+    out of the window starts at the end.
+
+    NOTE: MaxPool2d(2) on 64x16x28x28 float32: 0.40 ms (values alone 0.28) against 0.84 ms
+    (0.46) for the same passes over the strided even/odd views (inner loops one row long),
+    and 1.26 ms for the running maximum over the four window taps with int8 first-maximum
+    bookkeeping and int64 indices.
     """
     xp = xp_of(a)
     nd = len(kernel)
-    m = a
+    size = a.shape[a.ndim - nd:]
+    lead = a.shape[:a.ndim - nd]
+    cur = a.reshape(-1)
+    n = cur.size
     args = [None] * nd
-    for ax in reversed(range(nd)):
-        k = kernel[ax]
+    for ax, k, step in reversed(list(zip(range(nd), kernel, _plane_strides(size)))):
         if k == 1:
             continue
-        taps = _taps(m, m.ndim - nd + ax, k)
-        best = xp.maximum(taps[0], taps[1])
+        m = n - step
+        best = xp.empty(n, dtype=a.dtype)
+        xp.maximum(cur[:m], cur[step:], out=best[:m])
+        best[m:] = cur[m:]
         if with_argmax:  # a later tap wins only if greater: the first maximum
-            arg = taps[1] > taps[0]
+            arg = xp.empty(n, dtype=host.bool_)
+            xp.greater(cur[step:], cur[:m], out=arg[:m])
+            arg[m:] = False
             if k > 2:
                 arg = arg.astype(host.int8 if k < 128 else host.int64)
         for t in range(2, k):
-            if with_argmax:
-                arg[taps[t] > best] = t
-            xp.maximum(best, taps[t], out=best)
+            m = n - t * step
+            if with_argmax:  # arg -= (arg - t) * hit: t where hit, branch-free
+                hit = cur[t * step:] > best[:m]
+                arg[:m] -= (arg[:m] - arg.dtype.type(t)) * hit
+            xp.maximum(best[:m], cur[t * step:], out=best[:m])
         args[ax] = arg if with_argmax else None
-        m = best
+        cur = best
+    vals = xp.ascontiguousarray(_window_starts(cur.reshape(a.shape), kernel, out))
     if not with_argmax:
-        return m, None
-    if m.dtype.kind in FLOAT_KINDS and xp.isnan(m).any():
-        return m, None
-    return m, WindowArgmax(args, kernel, out, a.shape[a.ndim - nd:])
+        return vals, None
+    if vals.dtype.kind in FLOAT_KINDS and xp.isnan(vals).any():
+        return vals, None
+    return vals, WindowArgmax(args, kernel, out, size, lead)
 
 
 # --------------------------------------------------------------------------- shapes and checks
