@@ -60,20 +60,38 @@ def _pick_grad(grad, a, b, better):
     return grad * wa, grad * (1 - wa)
 
 
-_UINT_OF_SIZE = {2: "uint16", 4: "uint32", 8: "uint64"}
+_INT_OF_SIZE = {2: "int16", 4: "int32", 8: "int64"}
+
+
+def masked_bits(g, mask, keep: bool):
+    """``g`` where the bool array ``mask`` (of g's shape) is ``keep``, else +0.0, bit for bit
+    (also where g is nan or inf, which ``g * mask`` gets wrong), on NumPy arrays of a float
+    dtype; None for other arrays (the caller then uses ``where``).
+
+    NOTE: an AND of g's bits with an all-ones/all-zeros word per element, made from the mask's
+    bytes (0/1 -> 0/-1 in int8, widened with sign extension), into the result's own buffer.
+    NumPy's where branches on a random mask (3.0 ms against 0.3 at (64, 16, 28, 28)); making
+    the words with ``subtract(mask, 1, dtype=uint32)`` casts bool element by element: 328
+    against 233 µs for this at (64, 16, 28, 28), torch's threshold_backward 130."""
+    word = _INT_OF_SIZE.get(g.dtype.itemsize)
+    if type(g) not in HOST_ARRAYS or type(mask) not in HOST_ARRAYS or g.dtype.kind != "f" \
+            or word is None or g.shape != mask.shape:
+        return None
+    m8 = mask.view(host.int8)
+    # -1 (all ones) where kept
+    m8 = host.negative(m8) if keep else host.subtract(m8, 1, dtype=host.int8)
+    out = host.empty(g.shape, g.dtype)
+    bits = out.view(word)
+    host.copyto(bits, m8, casting="unsafe")  # sign extension: -1 stays all ones
+    host.bitwise_and(g.view(word), bits, out=bits)
+    return out
 
 
 def select_array(g, keep):
     """``g`` where the bool array ``keep`` (of g's shape) is True, else +0.0: torch's
-    ``where(keep, grad, 0)`` bit for bit, computed as ``threshold_backward_array`` does (one
-    AND of g's bits with an all-ones/all-zeros mask; NumPy's where branches on the mask)."""
-    uint = _UINT_OF_SIZE.get(g.dtype.itemsize)
-    if type(g) in HOST_ARRAYS and type(keep) in HOST_ARRAYS and g.dtype.kind == "f" \
-            and uint is not None and g.shape == keep.shape:
-        out = host.empty(g.shape, g.dtype)
-        bits = out.view(uint)
-        host.subtract(0, keep, dtype=uint, out=bits)  # all ones where kept, else 0
-        host.bitwise_and(g.view(uint), bits, out=bits)
+    ``where(keep, grad, 0)`` bit for bit (``masked_bits``)."""
+    out = masked_bits(g, keep, True)
+    if out is not None:
         return out
     xp = xp_of(g)
     return xp.where(keep, g, xp.zeros((), g.dtype))
