@@ -208,15 +208,34 @@ def run_backward(outputs: list[Tensor], grads: list[Tensor], keep_graph: bool,
                         captured[k] = keep(grads_in[nr])
                 if not any(c in needed for c, _ in node.next_functions):
                     continue
-            grads_out = _run_node(node, grads_in, raw) if anomaly else \
-                (node.run_raw(grads_in) if raw else node.run(grads_in))
+            kind = type(node)
+            if anomaly:
+                grads_out = _run_node(node, grads_in, raw)
+            elif not raw:
+                grads_out = node.run(grads_in)
+            elif kind.run_raw is _RUN_RAW and kind.raw_backward is not None \
+                    and len(grads_in) == 1:
+                # ``Node.run_raw`` inlined for a one-output node with an array rule: a frame
+                # less per node of the common case
+                g = grads_in[0]
+                if g is None:
+                    grads_out = ()
+                else:
+                    grads_out = node.raw_backward(g)
+                    if type(grads_out) is not tuple:
+                        grads_out = (grads_out,)
+            else:
+                grads_out = node.run_raw(grads_in)
             if hooks is not None and hooks.post:
                 grads_out = run_post_hooks(hooks, tuple([keep(g) for g in grads_out]),
                                            [keep(g) for g in grads_in])
                 if raw:
                     grads_out = tuple([unwrap(g) for g in grads_out])
             if not keep_graph:
-                node._release()
+                if kind._release is _RELEASE:  # Node._release inlined
+                    node._saved = node._saved_out = None
+                else:
+                    node._release()
             meta = node._in_meta
             n_out = len(grads_out)
             i = -1
@@ -258,6 +277,9 @@ def run_backward(outputs: list[Tensor], grads: list[Tensor], keep_graph: bool,
         _grad_state.grad_mode, _grad_state.grad_enabled = prev_mode
     return captured
 
+
+_RUN_RAW = Node.run_raw
+_RELEASE = Node._release
 
 # One list of final callbacks per backward pass in progress (nested passes stack)
 _final_callbacks: list[list] = []
