@@ -272,3 +272,51 @@ def test_allocator_keeps_freed_arrays_unless_opted_out():
     assert out.stdout.strip() == "False"
     glibc = sys.platform.startswith("linux") and os.confstr("CS_GNU_LIBC_VERSION") is not None
     assert keep_freed_memory() is glibc
+
+
+# --------------------------------------------------------------------------- weak_scalar
+
+_WEAK_VALUES = [0.1, 1 / 3, 2.0, 2, -1, 7, 1e-45, 1e-8, 65504.0, 0.5, -2.5, 1e-320, 123456789,
+                2 ** 31, 3.3e-5, True]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_weak_scalar_computes_what_the_python_number_does_bit_for_bit(dtype):
+    """NumPy 2 casts a weak Python scalar to the array's dtype: the cached 0-d array stands in
+    for it with the same bits out, on either side of each arithmetic operator ember's ops and
+    rules use it with."""
+    import operator
+    import warnings
+
+    from ember._backend import weak_scalar
+
+    dt = np.dtype(dtype)
+    a = (np.random.default_rng(0).standard_normal(64) * 10).astype(dt)
+    a[:4] = [0.0, -0.0, np.inf, np.nan]
+    ops = (operator.add, operator.sub, operator.mul, operator.truediv, np.maximum, operator.lt)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for v in _WEAK_VALUES:
+            w = weak_scalar(v, dt)
+            if abs(v) > float(np.finfo(dt).max):
+                assert w is v
+                continue
+            assert isinstance(w, np.ndarray) and w.ndim == 0 and w.dtype == dt
+            assert not w.flags.writeable
+            for op in ops:
+                for got, want in ((op(a, w), op(a, v)), (op(w, a), op(v, a))):
+                    assert got.dtype == want.dtype, (v, op)
+                    assert np.array_equal(got.view(np.uint8), want.view(np.uint8)), (v, op)
+
+
+def test_weak_scalar_leaves_what_it_cannot_stand_for():
+    from ember._backend import _SCALAR_ARRAYS, weak_scalar
+
+    f32 = np.dtype("float32")
+    for v in (0.0, -0.0, 0, float("nan"), float("inf"), -float("inf"), 10 ** 400, 1e39):
+        assert weak_scalar(v, f32) is v  # (a cache key would lose -0.0's sign; nan != nan)
+    assert weak_scalar(3, np.dtype("int64")) == 3 and weak_scalar(2.5, np.dtype("complex64")) == 2.5
+    assert weak_scalar(0.25, f32) is weak_scalar(0.25, f32)  # shared
+    for k in range(3000):
+        weak_scalar(k + 0.5, f32)
+    assert len(_SCALAR_ARRAYS) <= 1024  # bounded

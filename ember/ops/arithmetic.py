@@ -131,6 +131,7 @@ class AddBackward0(BinaryOp):
     """add(input, other, alpha): d/dinput = grad, d/dother = alpha * grad."""
 
     __slots__ = ("alpha",)
+    scalar_arrays = True
     complex_ok = True
 
     def forward(self, a, b, alpha=1):
@@ -157,6 +158,7 @@ class SubBackward0(BinaryOp):
     """sub(input, other, alpha): d/dinput = grad, d/dother = -alpha * grad."""
 
     __slots__ = ("alpha",)
+    scalar_arrays = True
     complex_ok = True
 
     def forward(self, a, b, alpha=1):
@@ -225,6 +227,7 @@ class MulBackward0(BinaryOp):
     """mul(input, other): d/dinput = grad * conj(other), d/dother = grad * conj(input)."""
 
     __slots__ = ()
+    scalar_arrays = True
     save_inputs = (0, 1)
     save_crosswise = True
     complex_ok = True
@@ -272,6 +275,7 @@ class DivBackward0(BinaryOp):
     other**2)."""
 
     __slots__ = ()
+    scalar_arrays = True
     save_inputs = (0, 1)
     int_to_float = True
     complex_ok = True
@@ -303,7 +307,7 @@ class DivBackward0(BinaryOp):
         bd = raw_operand(b, grad)
         if ad is None or bd is None:
             return self.tensor_backward(grad)
-        if eb is None and type(bd) in _PY_NUMBERS and bd and bd - bd == 0:
+        if eb is None and type(b) in _PY_NUMBERS and b and b - b == 0:
             return grad / bd, None  # a finite nonzero number: no warning to silence
         with host.errstate(divide="ignore", invalid="ignore"):
             return (grad / bd if ea is not None else None,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 
-from .._backend import FLOAT_KINDS, HOST_ARRAYS, device_of, host, ndarray, xp_of
+from .._backend import FLOAT_KINDS, HOST_ARRAYS, device_of, host, ndarray, weak_scalar, xp_of
 from .._backend import dtypes as _dt
 from .._backend.device import device, to_device
 from .._tensor import Tensor, _make
@@ -134,6 +134,11 @@ class CosBackward0(Op):
         return grad * -conj_of(sin(a))
 
 
+# 1 for host arrays' arithmetic: ``weak_scalar``'s 0-d arrays, by dtype (the same values as the
+# Python number, ~0.28 µs less a ufunc call on small arrays)
+_ONES = {host.dtype(t): weak_scalar(1, host.dtype(t)) for t in ("float16", "float32", "float64")}
+
+
 class TanhBackward0(Op):
     """tanh: d/dx = grad * conj(1 - result**2)."""
 
@@ -155,7 +160,7 @@ class TanhBackward0(Op):
         y = self.saved_output_array()
         if y.dtype.kind == "c":
             y = y.conj()
-        return grad * (1 - y * y)
+        return grad * ((_ONES.get(y.dtype, 1) if type(y) is ndarray else 1) - y * y)
 
 
 class SigmoidBackward0(Op):
@@ -183,7 +188,7 @@ class SigmoidBackward0(Op):
 
     def raw_backward(self, grad):
         y = self.saved_output_array()
-        return grad * (y * (1 - y))
+        return grad * (y * ((_ONES.get(y.dtype, 1) if type(y) is ndarray else 1) - y))
 
 
 class ReluBackward0(Op):
