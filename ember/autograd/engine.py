@@ -184,7 +184,8 @@ def run_backward(outputs: list[Tensor], grads: list[Tensor], keep_graph: bool,
                 grads_in = run_pre_hooks(hooks, [keep(g) for g in grads_in])
                 if raw:
                     grads_in = [unwrap(g) for g in grads_in]
-            if type(node) is AccumulateGrad:
+            kind = type(node)
+            if kind is AccumulateGrad:
                 if hits is not None and not accumulate:
                     for _, k in hits:
                         captured[k] = run_leaf_hooks(node.variable, keep(grads_in[0]))
@@ -208,7 +209,6 @@ def run_backward(outputs: list[Tensor], grads: list[Tensor], keep_graph: bool,
                         captured[k] = keep(grads_in[nr])
                 if not any(c in needed for c, _ in node.next_functions):
                     continue
-            kind = type(node)
             if anomaly:
                 grads_out = _run_node(node, grads_in, raw)
             elif not raw:
