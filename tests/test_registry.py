@@ -176,7 +176,9 @@ def test_registering_a_name_twice_raises():
         def sum(input):  # noqa: A001 - the clash is the point
             return input
     assert REGISTRY == before
+    info = REGISTRY["add"]
     assert register(REGISTRY["add"].fn) is REGISTRY["add"].fn  # the same function again: no-op
+    assert REGISTRY["add"] is info and info.operator is not None  # its declaration stands
 
 
 def test_axis_and_keepdims_aliases(torch):

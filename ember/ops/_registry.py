@@ -91,7 +91,9 @@ def register(fn: Callable | None = None, *, name: str | None = None,
 
     def deco(f: Callable) -> Callable:
         key = name or f.__name__
-        if key in REGISTRY and REGISTRY[key].fn is not f:
+        if key in REGISTRY:
+            if REGISTRY[key].fn is f:
+                return f  # the same function again: its declaration stands
             raise RuntimeError(f"op {key!r} is registered twice ({REGISTRY[key].fn.__module__} "
                                f"and {f.__module__})")
         REGISTRY[key] = OpInfo(key, f, method, inplace, tuple(aliases), tuple(operators), export,

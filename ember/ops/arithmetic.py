@@ -128,13 +128,33 @@ def _shape(x) -> tuple:
 
 
 class AddBackward0(BinaryOp):
+    """add(input, other): d/dinput = d/dother = grad. (With an alpha other than 1 the node is
+    ``AddAlphaBackward``, named as torch names both: AddBackward0.)"""
+
+    __slots__ = ()
+    scalar_arrays = True
+    complex_ok = True
+    alpha = 1
+    # ``a + b`` itself, on any backend's arrays: a C call, no Python frame
+    forward = staticmethod(operator.add)
+
+    def jvp(self, tangents, inputs, out):
+        ta, tb = tangents
+        return tb if ta is None else ta if tb is None else ta + tb
+
+    def backward(self, grad):
+        return grad, grad
+
+    def raw_backward(self, grad):
+        return grad, grad
+
+
+class AddAlphaBackward(AddBackward0):
     """add(input, other, alpha): d/dinput = grad, d/dother = alpha * grad."""
 
     __slots__ = ("alpha",)
-    scalar_arrays = True
-    complex_ok = True
 
-    def forward(self, a, b, alpha=1):
+    def forward(self, a, b, alpha):
         self.alpha = alpha
         return a + b if alpha == 1 else a + alpha * b
 
@@ -152,6 +172,9 @@ class AddBackward0(BinaryOp):
         if alpha == 1:
             return grad, grad
         return (grad, grad * alpha) if type(alpha) in _PY_NUMBERS else self.tensor_backward(grad)
+
+
+AddAlphaBackward.__name__ = "AddBackward0"  # torch's name for the node, with any alpha
 
 
 class SubBackward0(BinaryOp):
@@ -818,11 +841,15 @@ class AddcdivBackward0(Op):
 def add(input, other, *, alpha=1, out=None) -> Tensor:
     """``torch.add``: input + alpha * other, with broadcasting and type promotion."""
     if not isinstance(input, Tensor):
-        return AddBackward0.apply(other, input, alpha) if alpha == 1 else add(
+        return AddBackward0.apply(other, input) if alpha == 1 else add(
             wrap_like(input, other), other, alpha=alpha)
     if alpha.__class__ is not int:
         _alpha_check(input, other, alpha)
-    result = AddBackward0.apply(input, other, alpha)
+        result = AddAlphaBackward.apply(input, other, alpha)
+    elif alpha == 1:
+        result = AddBackward0.apply(input, other)
+    else:
+        result = AddAlphaBackward.apply(input, other, alpha)
     return result if out is None else _maybe_out(result, out)
 
 
