@@ -72,7 +72,7 @@ class Op(Node):
     # the three above as one tuple, set per class (None: ``save_inputs`` varies per node). NOTE:
     # a class attribute read through an instance is not specialised by Python 3.11 (~130
     # instructions, callgrind, against ~15 for a slot): the fast paths read this one instead
-    _rec: tuple | None = ((), False, False)
+    _rec: tuple | None = ((), False, False, False)
     # whether forward and backward are right for complex tensors (torch's conjugate-Wirtinger
     # convention, ops/complex.py); the linear ops of the modules in ``_LINEAR_MODULES`` (views,
     # joins, indexing) are without changes. Any other op with a complex result raises
@@ -90,7 +90,8 @@ class Op(Node):
         if "ufunc" in cls.__dict__ and "forward" not in cls.__dict__:
             cls.forward = _ufunc_forward(cls.ufunc)
         dynamic = any("save_inputs" in getattr(k, "__slots__", ()) for k in cls.__mro__)
-        cls._rec = None if dynamic else (cls.save_inputs, cls.save_crosswise, cls.save_output)
+        cls._rec = None if dynamic else (cls.save_inputs, cls.save_crosswise, cls.save_output,
+                                         tuple(cls.save_inputs) == (0, 1))
 
     def forward(self, *args):
         raise NotImplementedError(f"{type(self).__name__} has no forward")
@@ -208,7 +209,7 @@ def apply1(cls, x: Tensor, *params) -> Tensor:
     if out.dtype.kind == "c" and not cls.complex_ok:
         raise complex_error(cls)
     if x._requires_grad and _grad_state.grad_enabled:
-        result = _record1(node, x, out)
+        result = _record1(node, x, out, cls._rec)
     else:
         result = _make(out)
     if _fw_state.active:
@@ -235,6 +236,7 @@ def unary_apply(cls, to_float: bool = False):
     ``x.tanh()``); it must stay equivalent to ``apply1``, which the op table checks."""
     complex_ok = cls.complex_ok
     kernel = None if cls.ufunc is None else getattr(host, cls.ufunc)
+    rec = cls._rec
 
     def apply(x: Tensor) -> Tensor:
         d = x._data
@@ -250,7 +252,7 @@ def unary_apply(cls, to_float: bool = False):
         if out.dtype.kind == "c" and not complex_ok:
             raise complex_error(cls)
         if x._requires_grad and _grad_state.grad_enabled:
-            result = _record1(node, x, out)
+            result = _record1(node, x, out, rec)
         else:
             result = _make(out)
         if _fw_state.active:
@@ -261,8 +263,9 @@ def unary_apply(cls, to_float: bool = False):
     return apply
 
 
-def _record1(node: Op, x: Tensor, out) -> Tensor:
-    """``record_op`` for one Tensor input (unary ops): straight-line, no loops."""
+def _record1(node: Op, x: Tensor, out, rec) -> Tensor:
+    """``record_op`` for one Tensor input (unary ops): straight-line, no loops. ``rec`` is the
+    class's ``_rec`` (see ``_record2``)."""
     if x._base is not None:
         _refresh_view(x)
     fn = x._grad_fn
@@ -277,10 +280,9 @@ def _record1(node: Op, x: Tensor, out) -> Tensor:
     node._sequence_nr = next_sequence_nr()
     node._hooks = None
     node._trace = capture_trace() if AnomalyMode.enabled else None
-    rec = node._rec
     if rec is None:
         return record_op(node, (x,), out)
-    save, _, save_out = rec
+    save, _, save_out, _ = rec
     if save:
         if len(save) != 1:
             return record_op(node, (x,), out)
@@ -379,6 +381,7 @@ def _binary_apply(cls):
     frame (~0.1 µs of ~2 µs, benchmarks/overhead.py's chain)."""
 
     scalar_arrays = cls.scalar_arrays
+    rec = cls._rec
 
     def apply(a, b, *params) -> Tensor:
         # the common cases first, without promote: two tensors of one floating dtype, or a
@@ -410,7 +413,7 @@ def _binary_apply(cls):
         if type(out) is not ndarray:
             out = as_array(out)
         if (a._requires_grad or (tb and b._requires_grad)) and _grad_state.grad_enabled:
-            result = _record2(node, a, b, True, tb, out)
+            result = _record2(node, a, b, True, tb, out, rec)
         else:
             result = _make(out)
         if _fw_state.active:
@@ -472,7 +475,7 @@ def _apply_promoted(cls, node: Op, a, b, ta: bool, tb: bool, params) -> Tensor:
     if low is not None and out.dtype == host.float32:
         out = out.astype(low)
     if ((ta and a._requires_grad) or (tb and b._requires_grad)) and _grad_state.grad_enabled:
-        result = _record2(node, a, b, ta, tb, out)
+        result = _record2(node, a, b, ta, tb, out, cls._rec)
     else:
         result = _make(out)
     if _fw_state.active:
@@ -480,8 +483,9 @@ def _apply_promoted(cls, node: Op, a, b, ta: bool, tb: bool, params) -> Tensor:
     return result
 
 
-def _record2(node: Op, a, b, ta: bool, tb: bool, out) -> Tensor:
-    """``record_op`` for two operands (``ta``/``tb``: which are Tensors): straight-line."""
+def _record2(node: Op, a, b, ta: bool, tb: bool, out, rec) -> Tensor:
+    """``record_op`` for two operands (``ta``/``tb``: which are Tensors): straight-line.
+    ``rec`` is the class's ``_rec``, passed by the caller (read once per class, not per op)."""
     if ta:
         if a._base is not None:
             _refresh_view(a)
@@ -517,10 +521,9 @@ def _record2(node: Op, a, b, ta: bool, tb: bool, out) -> Tensor:
     node._sequence_nr = next_sequence_nr()
     node._hooks = None
     node._trace = capture_trace() if AnomalyMode.enabled else None
-    rec = node._rec
     if rec is None:
         return record_op(node, (a, b), out)
-    saves, crosswise, save_out = rec
+    saves, crosswise, save_out, both = rec
     if saves:
         if crosswise:
             if eb is NO_EDGE:
@@ -529,7 +532,7 @@ def _record2(node: Op, a, b, ta: bool, tb: bool, out) -> Tensor:
             if ea is NO_EDGE:
                 b = None
                 tb = False
-        if saves == _BOTH and (not ta or a._extra is None) and (not tb or b._extra is None):
+        if both and (not ta or a._extra is None) and (not tb or b._extra is None):
             node._saved = (a, b)
             node._saved_versions = (a._vc[0] if ta else None, b._vc[0] if tb else None)
         else:
@@ -545,9 +548,6 @@ def _record2(node: Op, a, b, ta: bool, tb: bool, out) -> Tensor:
     t._grad = t._base = t._view = t._acc = t._extra = None
     node._saved_out = (out, vc, 0) if save_out else None
     return t
-
-
-_BOTH = (0, 1)
 
 
 def broadcast_error(a_shape: tuple, b_shape: tuple) -> RuntimeError | None:
