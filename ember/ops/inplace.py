@@ -131,22 +131,14 @@ def inplace(self: Tensor, fn, *args, **kwargs) -> Tensor:
     if self._base is not None:
         _refresh_view(self)
     check_inplace(self)
-    direct = DIRECT.get(fn)
-    if direct is not None and not _fw_state.active and (
-            not _grad_state.grad_enabled or not (self._requires_grad or any(
-                isinstance(a, Tensor) and a._requires_grad for a in args))) and \
-            direct(self, *args, **kwargs):
-        self._vc[0] += 1
-        return self
-    if not _grad_state.grad_enabled:
-        result = fn(self, *args, **kwargs)
-        _write(self, result._data, getattr(fn, "__name__", "op"))
-        if _fw_state.active:
-            _write_tangent(self, tangent_of(result))
-        return self
-    needs_graph = self._requires_grad or any(
-        isinstance(a, Tensor) and a._requires_grad for a in args)
-    if not needs_graph:
+    if not _grad_state.grad_enabled or not (self._requires_grad or any(
+            isinstance(a, Tensor) and a._requires_grad for a in args)):
+        # no graph to record: the op's direct kernel when it takes the case, else the op's
+        # result copied in
+        direct = DIRECT.get(fn)
+        if direct is not None and not _fw_state.active and direct(self, *args, **kwargs):
+            self._vc[0] += 1
+            return self
         result = fn(self, *args, **kwargs)
         _write(self, result._data, getattr(fn, "__name__", "op"))
         if _fw_state.active:
