@@ -1702,6 +1702,39 @@ def test_modifying_view_of_saved_tensor_raises(torch):
             y.sum().backward()
 
 
+def _saved_at_version_1(lib, which: str):
+    """An op (through the one- and two-operand recording paths) saving a tensor modified
+    once already, so that the version it saves is 1, not 0."""
+    x = lib.tensor(X3, requires_grad=True)
+    a = x * 1
+    a.add_(1)
+    c = lib.tensor([1.0, 2.0, 3.0])
+    c.mul_(2)
+    if which == "unary":
+        return x, a, a.sin()
+    if which == "both":
+        return x, a, a * a
+    return x, c, x * c  # the constant, saved crosswise
+
+
+@pytest.mark.parametrize("which", ["unary", "both", "crosswise"])
+def test_tensor_saved_at_a_later_version(torch, which):
+    def unmodified(lib):
+        x, _, y = _saved_at_version_1(lib, which)
+        y.sum().backward()
+        return x.grad
+
+    def modified(lib):
+        x, saved, y = _saved_at_version_1(lib, which)
+        saved.mul_(3)
+        y.sum().backward()
+
+    check(torch, unmodified)
+    e = _backward_error(modified, ember)
+    assert e == _backward_error(modified, torch)
+    assert "is at version 2; expected version 1 instead" in e
+
+
 def test_modifying_constant_saved_by_mul_raises(torch):
     for lib in (ember, torch):
         x = lib.tensor(X3, requires_grad=True)
