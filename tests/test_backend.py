@@ -320,3 +320,68 @@ def test_weak_scalar_leaves_what_it_cannot_stand_for():
     for k in range(3000):
         weak_scalar(k + 0.5, f32)
     assert len(_SCALAR_ARRAYS) <= 1024  # bounded
+
+
+# --------------------------------------------------------------------------- matrix_product
+
+# (rows, inner, columns): inside the window where ``x @ w.T`` runs swapped, then outside it
+_SWAPPED = [(8, 64, 256), (16, 128, 300), (48, 784, 512)]
+_DIRECT = [(1, 128, 512), (4, 128, 512), (64, 128, 512), (16, 32, 512), (16, 128, 100)]
+
+
+class _SpyNumpy:
+    """``numpy`` for ``_backend``'s functions, counting the ``matmul`` calls they make."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+    def matmul(self, *args, **kwargs):
+        self.calls += 1
+        return np.matmul(*args, **kwargs)
+
+
+@pytest.mark.parametrize("shape", _SWAPPED + _DIRECT, ids=str)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_matrix_product_of_few_rows_by_a_transpose(monkeypatch, shape, dtype):
+    """``x @ w.T`` with 8 to 48 rows is computed as ``(w @ x.T).T`` (float32 only), and is the
+    product ``a @ b`` computes, C-ordered, either way."""
+    import ember._backend as backend
+
+    m, k, n = shape
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((m, k)).astype(dtype)
+    w = rng.standard_normal((n, k)).astype(dtype)
+    spy = _SpyNumpy()
+    monkeypatch.setattr(backend, "numpy", spy)
+    got = backend.matrix_product(x, w.T)
+    assert spy.calls == (shape in _SWAPPED and dtype == "float32")
+    assert got.dtype == x.dtype and got.shape == (m, n) and got.flags.c_contiguous
+    np.testing.assert_allclose(got, x @ w.T, rtol=1e-5, atol=1e-5)
+    # a C-ordered right operand, or the left one not C-ordered: the plain product
+    spy.calls = 0
+    for a, b in ((x, np.ascontiguousarray(w.T)), (np.asfortranarray(x), w.T)):
+        np.testing.assert_allclose(backend.matrix_product(a, b), x @ w.T, rtol=1e-5, atol=1e-5)
+    assert spy.calls == 0
+
+
+@pytest.mark.parametrize("shape", _SWAPPED[:2], ids=str)
+def test_linear_of_few_rows_matches_torch(torch, shape):
+    """F.linear (with and without bias, recorded and not) and ``x @ w.t()`` in the window of
+    ``matrix_product``'s swapped product: values and gradients as torch's."""
+    m, k, n = shape
+    rng = np.random.default_rng(1)
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in ((m, k), (n, k), (n,), (m, n))]
+    results = []
+    for lib in (ember, torch):
+        x, w, b = (lib.tensor(a, requires_grad=True) for a in arrays[:3])
+        g = lib.tensor(arrays[3])
+        outs = [lib.nn.functional.linear(x, w, b), lib.nn.functional.linear(x, w), x @ w.t()]
+        lib.autograd.backward(outs, [g, g, g])
+        with lib.no_grad():
+            plain = lib.nn.functional.linear(x, w, b)
+        results.append([t.detach().numpy() for t in outs + [plain, x.grad, w.grad, b.grad]])
+    for got, want in zip(*results):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

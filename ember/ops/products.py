@@ -9,7 +9,7 @@ import warnings
 from collections import namedtuple
 
 from .._backend import dtypes as _dt
-from .._backend import from_numpy_dtype, host, xp_of
+from .._backend import from_numpy_dtype, host, matrix_product, xp_of
 from .._tensor import _CPP_NAMES, Tensor, _make, _wrap_dim
 from ..amp import _state as _amp
 from ._op import BinaryOp, Op, bilinear_jvp, write_out
@@ -65,7 +65,7 @@ class MmBackward0(BinaryOp):
     def forward(self, a, b):
         # (each input's layout, kept: the input itself is saved only for the other's grad)
         self.flip = (_transposed(a), _transposed(b))
-        return _low(a @ b, a)
+        return _low(matrix_product(a, b), a)
 
     def jvp(self, tangents, inputs, out):
         return bilinear_jvp(tangents, inputs, operator.matmul)
@@ -143,7 +143,7 @@ class BmmBackward0(BinaryOp):
     complex_ok = True
 
     def forward(self, a, b):
-        return _low(a @ b, a)
+        return _low(matrix_product(a, b), a)
 
     def backward(self, grad):
         a, b = _conj_saved(self)
@@ -164,7 +164,7 @@ class MatmulBackward0(BinaryOp):
     complex_ok = True
 
     def forward(self, a, b):
-        return _low(a @ b, a)
+        return _low(matrix_product(a, b), a)
 
     def jvp(self, tangents, inputs, out):
         return bilinear_jvp(tangents, inputs, operator.matmul)

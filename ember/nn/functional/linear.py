@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from ..._backend import host
+from ..._backend import host, matrix_product
 from ..._tensor import Tensor, _make
 from ...amp import _state as _amp
 from ...autograd.forward_ad import state as _fw_state
@@ -57,7 +57,7 @@ class AddmmBackward0(Op):
 def _addmm_array(bias, a, b):
     """``bias + a @ b`` on arrays, rounded once to ``a``'s dtype (bfloat16 (ml_dtypes)
     multiplies in float32, and torch's GEMM rounds once)."""
-    out = a @ b
+    out = matrix_product(a, b)
     # (the bias added in place: one (N, M) temporary less than ``bias + a @ b``, the same
     # sums since IEEE addition commutes; no time measurably saved while glibc reuses arrays)
     out += bias
