@@ -324,53 +324,74 @@ def test_weak_scalar_leaves_what_it_cannot_stand_for():
 
 # --------------------------------------------------------------------------- matrix_product
 
-# (rows, inner, columns): inside the window where ``x @ w.T`` runs swapped, then outside it
-_SWAPPED = [(8, 64, 256), (16, 128, 300), (48, 784, 512)]
-_DIRECT = [(1, 128, 512), (4, 128, 512), (64, 128, 512), (16, 32, 512), (16, 128, 100)]
+# (rows, inner, columns) of ``x @ w.T``: computed swapped (float32), as an outer product of
+# vectors (inner size 1), or as NumPy's plain product
+_SWAPPED = [(8, 64, 256), (16, 128, 300), (48, 784, 512), (64, 256, 256), (128, 784, 512)]
+_OUTER = [(512, 1, 784), (64, 1, 64)]
+_DIRECT = [(1, 128, 512), (4, 128, 512), (64, 128, 512), (128, 256, 512), (200, 784, 512),
+           (16, 32, 512), (16, 128, 100), (8, 1, 8)]
 
 
 class _SpyNumpy:
-    """``numpy`` for ``_backend``'s functions, counting the ``matmul`` calls they make."""
+    """``numpy`` for ``_backend``'s functions, recording which of its products they call."""
 
     def __init__(self):
-        self.calls = 0
+        self.calls = []
 
     def __getattr__(self, name):
         return getattr(np, name)
 
     def matmul(self, *args, **kwargs):
-        self.calls += 1
+        self.calls.append("matmul")
         return np.matmul(*args, **kwargs)
 
+    def einsum(self, *args, **kwargs):
+        self.calls.append("einsum")
+        return np.einsum(*args, **kwargs)
 
-@pytest.mark.parametrize("shape", _SWAPPED + _DIRECT, ids=str)
+
+@pytest.mark.parametrize("shape", _SWAPPED + _OUTER + _DIRECT, ids=str)
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_matrix_product_of_few_rows_by_a_transpose(monkeypatch, shape, dtype):
-    """``x @ w.T`` with 8 to 48 rows is computed as ``(w @ x.T).T`` (float32 only), and is the
-    product ``a @ b`` computes, C-ordered, either way."""
+def test_matrix_product_takes_the_fast_form_for_its_shapes(monkeypatch, shape, dtype):
+    """``x @ w.T`` of 8 to 128 rows is computed as ``(w @ x.T).T`` (float32 only), an outer
+    product as one of vectors; the result is the product ``a @ b`` computes, C-ordered,
+    either way (bit for bit for the outer product, a single multiply per element)."""
     import ember._backend as backend
 
     m, k, n = shape
     rng = np.random.default_rng(0)
     x = rng.standard_normal((m, k)).astype(dtype)
     w = rng.standard_normal((n, k)).astype(dtype)
+    if k == 1:
+        x[:3, 0] = [-0.0, np.inf, 2.0]
+        w[:3, 0] = [5.0, 3.0, -0.0]
     spy = _SpyNumpy()
     monkeypatch.setattr(backend, "numpy", spy)
-    got = backend.matrix_product(x, w.T)
-    assert spy.calls == (shape in _SWAPPED and dtype == "float32")
+    with np.errstate(invalid="ignore"):  # (inf * 0 in the plain product of (8, 1, 8))
+        got = backend.matrix_product(x, w.T)
+    expected = ["matmul"] if shape in _SWAPPED and dtype == "float32" else \
+        ["einsum"] if shape in _OUTER else []
+    assert spy.calls == expected
     assert got.dtype == x.dtype and got.shape == (m, n) and got.flags.c_contiguous
-    np.testing.assert_allclose(got, x @ w.T, rtol=1e-5, atol=1e-5)
-    # a C-ordered right operand, or the left one not C-ordered: the plain product
-    spy.calls = 0
-    for a, b in ((x, np.ascontiguousarray(w.T)), (np.asfortranarray(x), w.T)):
-        np.testing.assert_allclose(backend.matrix_product(a, b), x @ w.T, rtol=1e-5, atol=1e-5)
-    assert spy.calls == 0
+    with np.errstate(invalid="ignore"):
+        want = x @ w.T
+    if k == 1:
+        assert np.array_equal(got.view(np.uint8), want.view(np.uint8))
+    else:
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    # a C-ordered right operand, or a left one not C-ordered: the plain product
+    if k > 1:
+        spy.calls = []
+        for a, b in ((x, np.ascontiguousarray(w.T)), (np.asfortranarray(x), w.T)):
+            np.testing.assert_allclose(backend.matrix_product(a, b), want, rtol=1e-5, atol=1e-5)
+        assert spy.calls == []
 
 
-@pytest.mark.parametrize("shape", _SWAPPED[:2], ids=str)
+@pytest.mark.parametrize("shape", [(1, 784, 512), *_SWAPPED[:2]], ids=str)
 def test_linear_of_few_rows_matches_torch(torch, shape):
-    """F.linear (with and without bias, recorded and not) and ``x @ w.t()`` in the window of
-    ``matrix_product``'s swapped product: values and gradients as torch's."""
+    """F.linear (with and without bias, recorded and not) and ``x @ w.t()`` where
+    ``matrix_product`` takes another form (batch 1: the weight's gradient is an outer
+    product): values and gradients as torch's."""
     m, k, n = shape
     rng = np.random.default_rng(1)
     arrays = [rng.standard_normal(s).astype(np.float32) for s in ((m, k), (n, k), (n,), (m, n))]

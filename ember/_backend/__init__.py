@@ -116,24 +116,36 @@ def weak_scalar(value, dtype):
 
 
 _F32 = numpy.dtype(numpy.float32)
+_F64 = numpy.dtype(numpy.float64)
+# ``matrix_product``'s swapped form: (most rows, least inner size) it was faster for
+_SWAPPED = ((48, 64), (96, 256), (128, 512))
 
 
 def matrix_product(a, b):
-    """``a @ b`` for two matrices, with the product of a few rows by a transposed matrix
-    (``x @ weight.T``: F.linear's) run in the orientation OpenBLAS is fast at, the same sums.
+    """``a @ b`` for two matrices, the same products and sums, with two shapes NumPy's
+    OpenBLAS is slow at computed another way (NOTE: single-threaded figures, float32):
 
-    NOTE: NumPy's OpenBLAS runs single-precision ``x @ w.T`` at about half speed when x has
-    8 to 48 rows: (8, 1024) @ (1024, 1024).T took 780 µs, against 355 µs as ``(w @ x.T).T``
-    copied C-ordered (torch's linear: 374 µs); (32, 784) by (512, 784).T 435 against 307. The
-    copy is M x N elements against the product's M x N x K multiply-adds, so only K >= 64
-    takes this path; with fewer rows, more, or a narrow result it was no faster (or slower),
-    and float64's GEMM showed no such gap."""
+    * an outer product (inner size 1: a weight's gradient at batch 1) as a product of
+      vectors: (512, 1) @ (1, 784) took 460 µs as a GEMM, 70 µs so;
+    * a product of 8 to 128 rows by a transposed matrix (``x @ weight.T``: F.linear's) as
+      ``(w @ x.T).T`` copied C-ordered: (8, 1024) @ (1024, 1024).T took 780 µs, against 355
+      this way (torch's linear: 374); (32, 784) by (512, 784).T 435 against 307, (128, 784)
+      by (512, 784).T 1146 against 1078. The copy is M x N elements against the M x N x K
+      multiply-adds, so the gain needs K to grow with M (``_SWAPPED``); fewer rows, more, or
+      fewer than 256 columns were no faster, and float64's GEMM showed no such gap."""
     if type(a) is ndarray and type(b) is ndarray and a.ndim == 2 and b.ndim == 2:
         m, k = a.shape
         n = b.shape[1]
-        if 8 <= m <= 48 and n >= 256 and k >= 64 and a.dtype is _F32 and b.dtype is _F32 \
-                and a.strides == (4 * k, 4) and b.strides == (4, 4 * k):
-            return numpy.matmul(b.T, a.T).T.copy()
+        if k == 1:
+            if m * n >= 4096 and a.dtype is b.dtype and (a.dtype is _F32 or a.dtype is _F64):
+                return numpy.einsum("i,j->ij", a[:, 0], b[0])
+        elif 8 <= m <= 128 and n >= 256 and k >= 64 and a.dtype is _F32 and \
+                b.dtype is _F32 and a.strides == (4 * k, 4) and b.strides == (4, 4 * k):
+            for rows, inner in _SWAPPED:
+                if m <= rows:
+                    if k >= inner:
+                        return numpy.matmul(b.T, a.T).T.copy()
+                    break
     return a @ b
 
 

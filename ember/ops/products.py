@@ -90,10 +90,12 @@ class MmBackward0(BinaryOp):
         ga = gb = None
         if ea is not None:
             b = b._data
-            ga = _low(b @ grad.T, b).T if flip_a else _low(grad @ b.T, grad)
+            ga = _low(matrix_product(b, grad.T), b).T if flip_a else \
+                _low(matrix_product(grad, b.T), grad)
         if eb is not None:
             a = a._data
-            gb = _low(grad.T @ a, grad).T if flip_b else _low(a.T @ grad, a)
+            gb = _low(matrix_product(grad.T, a), grad).T if flip_b else \
+                _low(matrix_product(a.T, grad), a)
         return ga, gb
 
 

@@ -50,8 +50,8 @@ class AddmmBackward0(Op):
         a, b = self.saved()
         (eg, _), (ea, _), (eb, _) = self.next_functions
         return (grad if eg is not None else None,
-                _low(grad @ b._data.T, grad) if ea is not None else None,
-                _low(grad.T @ a._data, grad).T if eb is not None else None)
+                _low(matrix_product(grad, b._data.T), grad) if ea is not None else None,
+                _low(matrix_product(grad.T, a._data), grad).T if eb is not None else None)
 
 
 def _addmm_array(bias, a, b):
