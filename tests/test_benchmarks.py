@@ -61,6 +61,25 @@ def test_workload_runs_with_ember_alone(name, monkeypatch):
         assert any(key.endswith("_compiled") for key in keys)
 
 
+@pytest.mark.parametrize("script, options", [
+    ("linear", {}),
+    ("ops", {"only": ["softmax", "embedding", "topk"]}),
+    ("optim_step", {"steps": 2}),
+], ids=["linear", "ops", "optim_step"])
+def test_sweep_runs_with_ember_alone(script, options, monkeypatch):
+    """The sweeps outside run_all (no targets): one row per case, each with ember's figure."""
+    monkeypatch.setenv("EMBER_BENCH_LIBS", "ember")
+    module = importlib.import_module(script)
+    result = module.collect(repeats=1, threads=1, quick=True, **options)
+    assert result["rows"]
+    for row in result["rows"]:
+        assert row["ember"] is not None and row["ember"] > 0, row
+        assert row["torch"] is None and row["ratio"] is None, row
+    if script == "ops":
+        assert {row["key"] for row in result["rows"]} == {
+            f"{name}_{kind}" for name in options["only"] for kind in ("forward", "train")}
+
+
 def _row(key: str, ratio: float | None) -> dict:
     return {"key": key, "workload": key, "unit": "ms", "ember": 1.0,
             "torch": None if ratio is None else 1.0 / ratio, "ratio": ratio}
