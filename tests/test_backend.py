@@ -406,3 +406,28 @@ def test_linear_of_few_rows_matches_torch(torch, shape):
         results.append([t.detach().numpy() for t in outs + [plain, x.grad, w.grad, b.grad]])
     for got, want in zip(*results):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("wanted", ["both", "matrix", "vector"])
+@pytest.mark.parametrize("through_sum", [False, True], ids=["grad", "sum"])
+def test_mv_gradients_match_torch(torch, dtype, wanted, through_sum):
+    """mv's array backward (the matrix's gradient an outer product): as torch's, for each
+    operand needing a gradient alone and both, from a given gradient and from ``sum()``'s
+    (a stride-0 array)."""
+    rng = np.random.default_rng(2)
+    arrays = [rng.standard_normal(s).astype(dtype) for s in ((256, 512), (512,), (256,))]
+    results = []
+    for lib in (ember, torch):
+        m = lib.tensor(arrays[0], requires_grad=wanted in ("both", "matrix"))
+        v = lib.tensor(arrays[1], requires_grad=wanted in ("both", "vector"))
+        if through_sum:
+            (m @ v).sum().backward()
+        else:
+            (m @ v).backward(lib.tensor(arrays[2]))
+        results.append([t.grad.numpy() if t.requires_grad else None for t in (m, v)])
+    for got, want in zip(*results):
+        if want is None:
+            assert got is None
+        else:
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
