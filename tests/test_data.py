@@ -609,3 +609,61 @@ def test_persistent_workers_across_epochs_with_shuffle():
     assert it is not None and all(w.is_alive() for w in it._workers)
     it._shutdown_workers()
     assert not any(w.is_alive() for w in it._workers)
+
+
+# --- a TensorDataset's batches, fetched as rows -----------------------------------------------
+
+class _SampleBySample(TensorDataset):
+    """A TensorDataset the DataLoader reads sample by sample (a subclass: no row fetch)."""
+
+
+@pytest.mark.parametrize("batch_size, drop_last", [(4, False), (4, True), (5, False), (1, False)])
+def test_tensor_dataset_batches_as_torch(torch, batch_size, drop_last):
+    """Batches of a TensorDataset (fetched as rows at the batch's indices) as torch's: a list
+    of stacked tensors, dtypes, shapes and values; and as the sample-by-sample path's."""
+    x = np.arange(66, dtype=np.float32).reshape(11, 2, 3)
+    y = np.arange(11) % 3
+    loaders = [
+        ember.utils.data.DataLoader(TensorDataset(ember.tensor(x), ember.tensor(y)),
+                                    batch_size=batch_size, drop_last=drop_last),
+        ember.utils.data.DataLoader(_SampleBySample(ember.tensor(x), ember.tensor(y)),
+                                    batch_size=batch_size, drop_last=drop_last),
+    ]
+    want = list(torch.utils.data.DataLoader(
+        torch.utils.data.TensorDataset(torch.tensor(x), torch.tensor(y)),
+        batch_size=batch_size, drop_last=drop_last))
+    for loader in loaders:
+        got = list(loader)
+        assert len(got) == len(want)
+        for e, t in zip(got, want):
+            same(e, t, torch)
+
+
+def test_tensor_dataset_rows_follow_the_sampler():
+    """Shuffled, with a sampler drawing repeats, or a tensor that requires grad (sample by
+    sample, as torch, so the batch's history is the stack's): the rows at the sampler's
+    indices."""
+    x = ember.arange(40.0).reshape(20, 2)
+    ds = TensorDataset(x, ember.arange(20))
+    gen = ember.Generator().manual_seed(3)
+    batches = list(DataLoader(ds, batch_size=6, shuffle=True, generator=gen))
+    order = [int(i) for b in batches for i in b[1]]
+    assert sorted(order) == list(range(20))
+    for xb, yb in batches:
+        np.testing.assert_array_equal(xb.numpy(), x.numpy()[yb.numpy()])
+    sampler = [[0, 0, 19, 3]]
+    (xb, yb), = DataLoader(ds, batch_sampler=sampler)
+    assert yb.tolist() == [0, 0, 19, 3] and xb.tolist() == [[0, 1], [0, 1], [38, 39], [6, 7]]
+    w = ember.arange(6.0).reshape(3, 2).requires_grad_()
+    (wb,), = DataLoader(TensorDataset(w), batch_size=3)
+    assert wb.grad_fn.name() == "StackBackward0"
+
+
+def test_tensor_dataset_batches_skip_the_samples(monkeypatch):
+    """A plain TensorDataset under default_collate is read as rows, not sample by sample."""
+    def no_samples(self, index):
+        raise AssertionError("read sample by sample")
+
+    monkeypatch.setattr(TensorDataset, "__getitem__", no_samples)
+    (xb,), = DataLoader(TensorDataset(ember.arange(5.0)), batch_size=5)
+    assert xb.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]

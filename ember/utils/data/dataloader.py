@@ -42,7 +42,7 @@ from ..._backend import host
 from ..._backend.dtypes import int64
 from ...ops.creation import empty
 from ._collate import default_collate, default_convert
-from .dataset import Dataset, IterableDataset
+from .dataset import Dataset, IterableDataset, TensorDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 
 __all__ = ["DataLoader", "default_collate", "default_convert", "get_worker_info"]
@@ -91,8 +91,18 @@ class _MapDatasetFetcher:
         self.dataset = dataset
         self.auto_collation = auto_collation
         self.collate_fn = collate_fn
+        # a plain TensorDataset batched by default_collate: each batch is its tensors' rows at
+        # the indices, in one indexing op each (what stacking the samples gives, the same
+        # values, dtypes and shapes: a list, as default_collate makes of tuples). NOTE: 16
+        # batches of 32 rows (512 x 32 float32 and int64 labels) took 4.4 ms a pass sample by
+        # sample (torch: 1.7 ms), each ``t[i]`` a view op with its own Python overhead
+        self.rows_at = type(dataset) is TensorDataset and collate_fn is default_collate and \
+            auto_collation
 
     def fetch(self, possibly_batched_index):
+        if self.rows_at and not any(t.requires_grad for t in self.dataset.tensors):
+            index = list(possibly_batched_index)
+            return [t[index] for t in self.dataset.tensors]
         if self.auto_collation:
             getitems = getattr(self.dataset, "__getitems__", None)
             if getitems:
