@@ -140,14 +140,18 @@ def _as_array(data, dtype: _dt.dtype | None) -> ndarray:
         if dtype is None:
             _dt.from_numpy_dtype(arr.dtype)  # reject dtypes torch lacks
         return arr
-    if isinstance(data, (list, tuple)) and _contains_tensor(data):
-        data = _tensors_to_lists(data)
+    leaves = None
+    if isinstance(data, (list, tuple)):
+        leaves = _leaf_types(data)
+        if any(issubclass(t, Tensor) for t in leaves):
+            data = _tensors_to_lists(data)
+            leaves = _leaf_types(data)
     if dtype is not None:
         return host.array(data, dtype=dtype.np)
     arr = host.array(data)
     kind = arr.dtype.kind
     if kind in FLOAT_KINDS:
-        if arr.dtype.itemsize == 8 and not _has_numpy_float64(data):
+        if arr.dtype.itemsize == 8 and not _holds(data, leaves, host.float64):
             return arr.astype(_dt.get_default_dtype().np)
         return arr
     if kind == "i" or kind == "u":
@@ -155,7 +159,7 @@ def _as_array(data, dtype: _dt.dtype | None) -> ndarray:
     if kind == "b":
         return arr
     if kind == "c":  # torch: Python complex -> the default complex dtype (complex64)
-        if arr.dtype.itemsize == 16 and not _has_numpy_complex128(data):
+        if arr.dtype.itemsize == 16 and not _holds(data, leaves, host.complex128):
             return arr.astype(_dt.get_default_dtype().to_complex().np)
         return arr
     if arr.size == 0 and kind != "O":
@@ -163,26 +167,27 @@ def _as_array(data, dtype: _dt.dtype | None) -> ndarray:
     raise TypeError(f"Could not infer dtype of {type(data).__name__}")
 
 
-def _has_numpy_float64(data) -> bool:
-    # torch keeps the dtype of NumPy scalars (np.float64(1.0) -> float64), not of Python floats
+def _holds(data, leaves: set | None, scalar_type) -> bool:
+    """Whether ``data`` is, or nests (``leaves``: its leaf types), a NumPy scalar of
+    ``scalar_type``: torch keeps the dtype of NumPy scalars (np.float64(1.0) -> float64), not
+    of Python floats."""
     if isinstance(data, generic):
-        return data.dtype == host.float64
-    if isinstance(data, (list, tuple)):
-        return any(_has_numpy_float64(x) for x in data)
-    return False
+        return isinstance(data, scalar_type)
+    return leaves is not None and any(issubclass(t, scalar_type) for t in leaves)
 
 
-def _has_numpy_complex128(data) -> bool:
-    if isinstance(data, generic):
-        return data.dtype == host.complex128
-    if isinstance(data, (list, tuple)):
-        return any(_has_numpy_complex128(x) for x in data)
-    return False
-
-
-def _contains_tensor(seq) -> bool:
-    return any(isinstance(x, Tensor) or (isinstance(x, (list, tuple)) and _contains_tensor(x))
-               for x in seq)
+def _leaf_types(seq) -> set:
+    """The types of the leaves of ``seq``'s nested lists and tuples. NOTE: a C-level ``map``
+    per innermost list: ``tensor(list)`` of 64 x 64 floats took 1.1 ms with per-element
+    generators (torch: 0.44), 0.1 ms so."""
+    types = set(map(type, seq))
+    nested = [t for t in types if issubclass(t, (list, tuple))]
+    if nested:
+        types.difference_update(nested)
+        for x in seq:
+            if isinstance(x, (list, tuple)):
+                types |= _leaf_types(x)
+    return types
 
 
 def _tensors_to_lists(seq):

@@ -17,6 +17,9 @@ import ember
     [1.0, 2.0], [1, 2], [True, False], 3.5, 7, [[1, 2], [3, 4.5]], [], [[]],
     np.array([1.0, 2.0]), np.array([1, 2], dtype=np.int32), np.float64(2.0),
     np.array([1, 2], dtype=np.uint8),
+    # NumPy scalars nested in lists keep their dtype, Python numbers take torch's defaults
+    [1.0, np.float64(2)], [[1.0], [np.float64(2)]], [np.float32(1), 2.0], (1 + 2j, 3),
+    [[np.complex128(1)], [2j]], ((1, 2), [3, 4]), [[0.5] * 64] * 64,
 ])
 def test_tensor_infers_torch_dtype_and_values(torch, data):
     e, t = ember.tensor(data), torch.tensor(data)
