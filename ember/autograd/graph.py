@@ -18,6 +18,7 @@ import sys
 
 from .._backend import as_array, from_numpy_dtype, host, ndarray
 from .._backend import trace as _trace
+from .. import _tensor as _tensor_module
 from .._tensor import Tensor, _make
 from ..utils.hooks import HookDict, add_hook
 from .forward_ad import _OUTPUT_TANGENTS, set_tangent
@@ -255,6 +256,9 @@ class AccumulateGrad(Node):
 
     def _release(self) -> None:
         pass
+
+
+_tensor_module._accumulate_grad[0] = AccumulateGrad
 
 
 def wrap(g) -> Tensor | None:
