@@ -154,6 +154,9 @@ def run_backward(outputs: list[Tensor], grads: list[Tensor], keep_graph: bool,
     captured = [None] * len(inputs) if inputs is not None else None
     keep = wrap if raw else _same
     anomaly = AnomalyMode.enabled
+    # a one-output node's array rule is called directly unless Node.run_raw is wrapped (the
+    # profiler times nodes that way)
+    direct = Node.run_raw is _RUN_RAW
     prev_mode = (_grad_state.grad_mode, _grad_state.grad_enabled)
     _grad_state.grad_mode = _grad_state.grad_enabled = create_graph
     callbacks: list = []
@@ -201,6 +204,7 @@ def run_backward(outputs: list[Tensor], grads: list[Tensor], keep_graph: bool,
                 else:
                     accumulate_leaf(node.variable, grads_in[0], True)
                 continue
+            array_rule, plain_release = _KINDS.get(kind) or _kind(kind)
             if hits is not None:
                 for nr, k in hits:
                     if accumulate:
@@ -213,8 +217,7 @@ def run_backward(outputs: list[Tensor], grads: list[Tensor], keep_graph: bool,
                 grads_out = _run_node(node, grads_in, raw)
             elif not raw:
                 grads_out = node.run(grads_in)
-            elif kind.run_raw is _RUN_RAW and kind.raw_backward is not None \
-                    and len(grads_in) == 1:
+            elif direct and array_rule and len(grads_in) == 1:
                 # ``Node.run_raw`` inlined for a one-output node with an array rule: a frame
                 # less per node of the common case
                 g = grads_in[0]
@@ -232,7 +235,7 @@ def run_backward(outputs: list[Tensor], grads: list[Tensor], keep_graph: bool,
                 if raw:
                     grads_out = tuple([unwrap(g) for g in grads_out])
             if not keep_graph:
-                if kind._release is _RELEASE:  # Node._release inlined
+                if plain_release:  # Node._release inlined
                     node._saved = node._saved_out = None
                 else:
                     node._release()
@@ -280,6 +283,17 @@ def run_backward(outputs: list[Tensor], grads: list[Tensor], keep_graph: bool,
 
 _RUN_RAW = Node.run_raw
 _RELEASE = Node._release
+
+# node class -> (whether its array rule can be called directly: ``run_raw`` is Node's and it
+# has a ``raw_backward``; whether its ``_release`` is Node's). NOTE: read once per node in
+# place of three class-attribute reads, which Python 3.11 does not specialise (~45 ns each)
+_KINDS: dict = {}
+
+
+def _kind(kind: type) -> tuple:
+    info = _KINDS[kind] = (kind.run_raw is _RUN_RAW and kind.raw_backward is not None,
+                           kind._release is _RELEASE)
+    return info
 
 # One list of final callbacks per backward pass in progress (nested passes stack)
 _final_callbacks: list[list] = []
