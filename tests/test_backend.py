@@ -403,7 +403,7 @@ def test_linear_of_few_rows_matches_torch(torch, shape):
         lib.autograd.backward(outs, [g, g, g])
         with lib.no_grad():
             plain = lib.nn.functional.linear(x, w, b)
-        results.append([t.detach().numpy() for t in outs + [plain, x.grad, w.grad, b.grad]])
+        results.append([t.detach().cpu().numpy() for t in outs + [plain, x.grad, w.grad, b.grad]])
     for got, want in zip(*results):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
@@ -425,7 +425,7 @@ def test_mv_gradients_match_torch(torch, dtype, wanted, through_sum):
             (m @ v).sum().backward()
         else:
             (m @ v).backward(lib.tensor(arrays[2]))
-        results.append([t.grad.numpy() if t.requires_grad else None for t in (m, v)])
+        results.append([t.grad.cpu().numpy() if t.requires_grad else None for t in (m, v)])
     for got, want in zip(*results):
         if want is None:
             assert got is None
