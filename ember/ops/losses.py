@@ -14,8 +14,8 @@ import math
 import warnings
 
 from .._backend import dtypes as _dt
+from .._backend import host, ndarray, weak_scalar, xp_of
 from .._backend.trace import symbolic
-from .._backend import host, ndarray, xp_of
 from .._tensor import Tensor, _make
 from ..amp import _state as _amp
 from ..autograd.grad_mode import state as _grad_state
@@ -23,6 +23,7 @@ from ._op import Op, apply1, broadcast_error
 from .activation import LogSoftmaxBackward0
 from .arithmetic import scalar_name
 from .comparison import clamp_min, where
+from .reductions import _blas_sum_squares
 from .unary import abs as _abs
 from .unary import exp, log, sigmoid, sign
 
@@ -168,9 +169,36 @@ class _PointwiseLoss(Op):
 
 
 class MseLossBackward0(_PointwiseLoss):
-    """mse_loss: (input - target)**2; d/dinput = 2 (input - target)."""
+    """mse_loss: (input - target)**2; d/dinput = 2 (input - target).
+
+    NOTE: the reduced losses sum the squares by BLAS dots (no squares array) and the
+    derivative has an array rule: (256, 512) float32 forward 63 -> 38 µs, forward+backward
+    158 -> 99 (torch 38 / 114)."""
 
     __slots__ = ()
+
+    def forward(self, a, b, reduction, param=None):
+        if reduction != "none":
+            d = a - b
+            total = _blas_sum_squares(d)
+            if total is not None:
+                self.reduction, self.param, self.shape = reduction, param, d.shape
+                return total if reduction == "sum" else total / d.size
+        return super().forward(a, b, reduction, param)
+
+    def raw_backward(self, grad):
+        # the rule of ``_PointwiseLoss.backward`` on arrays, in its order of operations
+        a, b = self.saved()
+        ad, bd = a._data, b._data
+        if type(grad) is not ndarray or not (grad.dtype == ad.dtype == bd.dtype):
+            return self.tensor_backward(grad)
+        n = math.prod(self.shape)
+        if self.reduction == "mean" and n:
+            grad = grad * weak_scalar(1.0 / n, grad.dtype)
+        da = ad - bd
+        da *= 2
+        da *= grad
+        return (da if self.needs_grad(0) else None, -da if self.needs_grad(1) else None)
 
     def loss(self, d, _):
         return d * d
@@ -308,6 +336,24 @@ class NllLossBackward0(Op):
         self.reduction, self.shape = reduction, a.shape
         axis = self.cls_axis = 0 if a.ndim == 1 else 1
         xp = xp_of(a)
+        if weight is None and t.size:
+            # NOTE: unweighted, with every target in range and none ignored (told by the
+            # targets' least and greatest), no masks: (256, 512) 16.6 -> 11.8 µs (torch 4.2)
+            lo = int(xp.minimum.reduce(t, axis=None))
+            hi = int(xp.maximum.reduce(t, axis=None))
+            if 0 <= lo and hi < a.shape[axis] and not lo <= ignore_index <= hi:
+                self.idx = index = _target_index(xp, t.astype(host.int64, copy=False), axis)
+                total = -a[index]
+                if reduction == "none":
+                    self.coef = xp.asarray(-1, dtype=a.dtype)
+                    return total
+                total = xp.add.reduce(total, axis=None)
+                if reduction == "sum":
+                    self.coef = xp.asarray(-1, dtype=a.dtype)
+                    return total
+                n = xp.asarray(t.size, dtype=a.dtype)
+                self.coef = xp.asarray(-1, dtype=a.dtype) / n  # (as -w / sum(w) below)
+                return total / n
         valid = t != ignore_index
         # NOTE: the usual case (no target ignored) skips the masking, and the class is picked
         # by fancy indexing (no moveaxis/take_along_axis): F.nll_loss on benchmarks/mlp.py's

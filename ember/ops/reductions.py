@@ -13,7 +13,7 @@ import warnings
 from collections import namedtuple
 from itertools import pairwise
 
-from .._backend import FLOAT_KINDS, host, xp_of
+from .._backend import FLOAT_KINDS, host, ndarray, xp_of
 from .._backend import dtypes as _dt
 from .._tensor import Tensor, _make, _wrap_dim
 from ._op import Op, apply1, record_outputs
@@ -75,6 +75,101 @@ def _raw_expand_back(grad, shape: tuple, dims, keepdim: bool):
     return xp_of(grad).broadcast_to(grad, shape)
 
 
+# --------------------------------------------------------------------------- fast sums
+
+# NOTE: NumPy's ``add.reduce`` is slow on float32/float64 against torch, and a product with a
+# vector of ones (one BLAS gemv, ``_blas_sum``) is the same sum 2-3x faster, single-threaded,
+# (16, 64, 256) float32: all dims 40 -> 15 µs (by blocks of ``_BLOCK``, below), dim 1 36 -> 15,
+# dim 2 57 -> 16, dims (0, 1) 38 -> 14 (torch: 17-21). Each output is still one vectorised
+# accumulation of at most ``_BLOCK`` elements (or, over leading dims, a row-by-row one, as
+# ``add.reduce``'s own), so the rounding error stays in NumPy's range. Below ``_BLAS_MIN``
+# elements the call's overhead wins and ``add.reduce`` stays. Whole ops, same shape:
+# ``x.sum(1)`` 44 -> 20 µs, ``x.sum()`` 45 -> 24, ``x.mean()`` 50 -> 24, ``x.mean(-1)`` 67 -> 21
+# (torch 21 / 17 / 19 / 21).
+_BLAS_MIN = 4096
+_BLOCK = 4096
+_ONES: dict = {}
+
+
+def _ones(n: int, dt):
+    """A read-only vector of ``n`` ones of dtype ``dt``, kept (a few KiB each)."""
+    v = _ONES.get((n, dt))
+    if v is None:
+        if len(_ONES) >= 64:
+            _ONES.clear()
+        v = host.ones(n, dt)
+        v.flags.writeable = False
+        _ONES[(n, dt)] = v
+    return v
+
+
+def _blas_sum(a, dims, keepdim: bool):
+    """``add.reduce(a, axis=dims, keepdims=keepdim)`` as products with ones when ``a`` is a
+    C-contiguous float32/float64 host array of ``_BLAS_MIN`` elements or more and ``dims`` (sorted;
+    None: all) a run of consecutive dims; None otherwise (the caller reduces as before)."""
+    if type(a) is not ndarray or a.size < _BLAS_MIN or a.dtype.char not in "fd" or \
+            not a.flags.c_contiguous:
+        return None
+    shape = a.shape
+    if dims is None:
+        lo, hi = 0, len(shape)
+    else:
+        lo, hi = dims[0], dims[-1] + 1
+        if hi - lo != len(dims):
+            return None
+    outer = red = inner = 1
+    for s in shape[:lo]:
+        outer *= s
+    for s in shape[lo:hi]:
+        red *= s
+    for s in shape[hi:]:
+        inner *= s
+    if red == 1:  # (nothing to add: add.reduce's copy is quicker)
+        return None
+    if inner == 1:
+        if red <= _BLOCK:
+            out = host.matmul(a.reshape(outer, red), _ones(red, a.dtype))
+        elif outer == 1:  # one long sum: by blocks, then the partial sums pairwise
+            flat = a.reshape(-1)
+            q = red // _BLOCK * _BLOCK
+            part = host.matmul(flat[:q].reshape(-1, _BLOCK), _ones(_BLOCK, a.dtype))
+            out = host.add.reduce(part) + host.add.reduce(flat[q:])
+        else:
+            return None
+    elif outer == 1:
+        out = host.matmul(_ones(red, a.dtype), a.reshape(red, inner))
+    elif inner >= 64:  # one gemv per leading index
+        out = host.matmul(_ones(red, a.dtype), a.reshape(outer, red, inner))
+    else:
+        return None
+    if keepdim:
+        return out.reshape(shape[:lo] + (1,) * (hi - lo) + shape[hi:])
+    return out.reshape(shape[:lo] + shape[hi:])
+
+
+def _blas_sum_squares(a):
+    """``add.reduce(a * a, axis=None)`` as BLAS dot products by blocks of ``_BLOCK``, then the
+    partial sums pairwise, for a C-contiguous float32/float64 host array of ``_BLAS_MIN``
+    elements or more (None otherwise). NOTE: (256, 512) float32 35 -> 8 µs (no squares
+    array; mse_loss's and the 2-norm's sum)."""
+    if type(a) is not ndarray or a.size < _BLAS_MIN or a.dtype.char not in "fd" or \
+            not a.flags.c_contiguous:
+        return None
+    flat = a.reshape(-1)
+    q = a.size // _BLOCK * _BLOCK
+    head, tail = flat[:q].reshape(-1, _BLOCK), flat[q:]
+    return host.add.reduce(host.vecdot(head, head)) + host.vecdot(tail, tail)
+
+
+def _sum_arrays(a, dims, keepdim: bool, out_dtype=None):
+    """``a`` summed over ``dims`` (None: all) as torch's sum: ``_blas_sum`` where it applies."""
+    if out_dtype is None or out_dtype == a.dtype:
+        out = _blas_sum(a, dims, keepdim)
+        if out is not None:
+            return out
+    return xp_of(a).add.reduce(a, axis=dims, keepdims=keepdim, dtype=out_dtype)
+
+
 def _raw_div_count(grad, n: int):
     """``grad / n`` as the Tensor rule computes it (an empty input gives 0 / 0 = nan)."""
     if n:
@@ -95,7 +190,7 @@ class SumBackward0(Op):
         # silenced), and it skips NumPy's Python wrapper of sum
         if a.dtype.kind == "V" and out_dtype is None:  # bfloat16: accumulate in float32
             return xp_of(a).add.reduce(a, axis=None, dtype=host.float32).astype(a.dtype)
-        return xp_of(a).add.reduce(a, axis=None, dtype=out_dtype)
+        return _sum_arrays(a, None, False, out_dtype)
 
     def jvp(self, tangents, inputs, out):
         return tangents[0].sum()
@@ -118,7 +213,7 @@ class SumBackward1(Op):
         if a.dtype.kind == "V" and out_dtype is None:  # bfloat16: accumulate in float32
             return xp_of(a).add.reduce(a, axis=dims, keepdims=keepdim,
                                        dtype=host.float32).astype(a.dtype)
-        return xp_of(a).add.reduce(a, axis=dims, keepdims=keepdim, dtype=out_dtype)
+        return _sum_arrays(a, dims, keepdim, out_dtype)
 
     def jvp(self, tangents, inputs, out):
         return tangents[0].sum(self.dims, keepdim=self.keepdim)
@@ -142,7 +237,11 @@ class MeanBackward0(Op):
             return xp_of(a).full((), math.nan, dtype=a.dtype)
         if a.dtype.kind == "V":  # bfloat16: accumulate in float32, as torch
             return a.mean(dtype=host.float32).astype(a.dtype)
-        return a.mean()
+        if a.dtype.char not in "fd":  # (float16 accumulates in float32 there)
+            return a.mean()
+        # (``a.mean()`` is add.reduce and a division behind ~3 µs of Python)
+        out = _blas_sum(a, None, False)
+        return (xp_of(a).add.reduce(a, axis=None) if out is None else out) / a.size
 
     def jvp(self, tangents, inputs, out):
         return tangents[0].mean()
@@ -172,7 +271,12 @@ class MeanBackward1(Op):
                 return a.sum(axis=dims, keepdims=keepdim) / 0
         if a.dtype.kind == "V":  # bfloat16: accumulate in float32, as torch
             return a.mean(axis=dims, keepdims=keepdim, dtype=host.float32).astype(a.dtype)
-        return a.mean(axis=dims, keepdims=keepdim)
+        if a.dtype.char not in "fd":
+            return a.mean(axis=dims, keepdims=keepdim)
+        out = _blas_sum(a, dims, keepdim)
+        if out is None:
+            out = xp_of(a).add.reduce(a, axis=dims, keepdims=keepdim)
+        return out / (a.size // builtins.max(out.size, 1))
 
     def jvp(self, tangents, inputs, out):
         return tangents[0].mean(self.dims, keepdim=self.keepdim)
@@ -197,6 +301,13 @@ class LinalgVectorNormBackward0(Op):
 
     def forward(self, a, ord, dims, keepdim):
         self.ord, self.dims, self.keepdim = ord, dims, keepdim
+        if ord == 2 and a.dtype.kind == "f":
+            # (no abs pass for a real input; the sum of squares by BLAS dots where it can:
+            # clip_grad_norm_'s norm of a (256, 256) float32 gradient went 36 -> 9 µs)
+            squares = _blas_sum_squares(a) if dims is None and not keepdim else None
+            if squares is None:
+                squares = _sum_arrays(a * a, dims, keepdim)
+            return xp_of(a).sqrt(squares)
         x = abs(a)
         if ord == _INF:
             return x.max(axis=dims, keepdims=keepdim)
