@@ -95,6 +95,22 @@ def compile_step(step):
     return torch.compile(step) if compiled else step
 
 
+# The best of 3 timed loops of fn(), in µs a call: each loop as many calls as fill ``budget``
+# seconds (from one call timed after a first, warm-up one), at least 2.
+def best_of(fn, budget):
+    fn()
+    start = time.perf_counter()
+    fn()
+    loops = max(2, int(budget / max(time.perf_counter() - start, 1e-7)))
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        for _ in range(loops):
+            fn()
+        best = min(best, (time.perf_counter() - start) / loops)
+    return best * 1e6
+
+
 # Warm-up: call(i) for i < n, each call timed. Compiled, n >= 3 makes the timed calls replays:
 # ember traces call 1 as it runs it eagerly (looking for graph breaks), captures call 2 and
 # replays from call 3; torch compiles at call 1. Returns the compiled variant's figures (empty

@@ -33,20 +33,6 @@ F = importlib.import_module(torch.__name__ + ".nn.functional")
 rng = np.random.default_rng(0)
 
 
-def best_of(fn):
-    fn()
-    t = time.perf_counter()
-    fn()
-    loops = max(2, int(budget / max(time.perf_counter() - t, 1e-7)))
-    best = float("inf")
-    for _ in range(3):
-        t = time.perf_counter()
-        for _ in range(loops):
-            fn()
-        best = min(best, (time.perf_counter() - t) / loops)
-    return best * 1e6
-
-
 out = {}
 for key, batch, fan_in, fan_out in configs:
     x = torch.tensor(rng.standard_normal((batch, fan_in)).astype(np.float32))
@@ -62,8 +48,8 @@ for key, batch, fan_in, fan_out in configs:
         F.linear(x, w, b).sum().backward()
         w.grad = b.grad = None
 
-    out[key + "_forward"] = best_of(forward)
-    out[key + "_train"] = best_of(train)
+    out[key + "_forward"] = best_of(forward, budget)
+    out[key + "_train"] = best_of(train, budget)
 print(json.dumps(out))
 """
 

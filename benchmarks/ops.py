@@ -83,20 +83,6 @@ enc = nn.TransformerEncoderLayer(128, 4, 256, batch_first=True, dropout=0.0)
 gru = nn.GRU(64, 128)
 
 
-def best_of(fn):
-    fn()
-    start = time.perf_counter()
-    fn()
-    loops = max(2, int(budget / max(time.perf_counter() - start, 1e-7)))
-    best = float("inf")
-    for _ in range(3):
-        start = time.perf_counter()
-        for _ in range(loops):
-            fn()
-        best = min(best, (time.perf_counter() - start) / loops)
-    return best * 1e6
-
-
 out = {}
 for name, expr in names:
     code = compile(expr, name, "eval")
@@ -108,8 +94,8 @@ for name, expr in names:
     def train():
         eval(code).sum().backward()
 
-    out[name + "_forward"] = best_of(forward)
-    out[name + "_train"] = best_of(train)
+    out[name + "_forward"] = best_of(forward, budget)
+    out[name + "_train"] = best_of(train, budget)
 print(json.dumps(out))
 """
 
