@@ -339,60 +339,200 @@ _TWO_OVER_SQRT_PI = 2.0 / _SQRT_PI
 
 
 # -------------------------------------------------------------------------------------- erf family
+# The coefficients below are ember's own fits (mpmath, 40 digits: linearised least squares with
+# Lawson reweighting towards the minimax relative error, on Chebyshev nodes), given with the
+# relative error of each fit; the evaluation in float64 adds ~1 ulp. ``tools/fit_erf.py``
+# reproduces them.
+
+# erf(x) / x as a polynomial in t = x*x on |x| < 1/2 (fit error 3.9e-18)
+_ERF_SMALL = (1.1283791670955126, -0.37612638903183465, 0.11283791670924807,
+              -0.026866170632715396, 0.005223977370324183, -0.0008548297524266646,
+              0.00012053324308253612, -1.4845583612980958e-05, 1.4723214147811995e-06)
+# erfcx(x) = exp(x*x) erfc(x) as P(x) / Q(x) on 1/2 <= x < 2 (fit error 1.5e-20)
+_ERFCX_MID = ((1.000000000004305, 1.4096726988912074, 1.0067083863702322, 0.4296055843708689,
+               0.1141059152895536, 0.017756376443740698, 0.001271598708109331,
+               -2.7176030071660703e-09),
+              (1.0, 2.538051866066425, 2.870593236352696, 1.8829241052750663,
+               0.7774215649801799, 0.2033455268690495, 0.03147502299226688,
+               0.002253688507827536))
+# x * erfcx(x) as 1/sqrt(pi) + s P(s) / Q(s) in s = 1/x**2 on 2 <= x <= 27 (fit error 2.2e-19;
+# the fitted P'/Q less its constant term, so that the rounding of P and Q counts at most ~10%);
+# erfc underflows to 0 past 26.55
+_ERFCX_TAIL = (0.5641895835477563,
+               (-0.2820947917738755, -10.29091489238141, -138.72903344849925, -873.7700480865611,
+                -2679.7288355341666, -3791.257116838849, -2093.667985171108, -290.5573466475783),
+               (1.0, 37.98034346067952, 545.0021343285852, 3785.63608642755, 13573.51703620297,
+                24838.57858457116, 21502.56124235063, 7382.511434861511, 645.4679193403887))
+# erf(x) / x as P(t) / Q(t) in t = x*x on |x| <= 4, float32's whole range short of 1 (fit error
+# 2.0e-9: float32 erf correctly rounded but for ~1 in 10^4 values, 1 ulp off, in float64)
+_ERF_F32 = ((1.1283791694688434, 0.18520235441192284, 0.05431748409381537,
+             0.003849671673555094, 0.00037963828480747184, 4.685546293930296e-06,
+             -1.320599595594299e-08),
+            (1.0, 0.49746472741395387, 0.11395866673646776, 0.015462304574565744,
+             0.0013076227958406397, 6.311801764428133e-05))
 
 
-_SERIES_TERMS = 40
+# x * erfcx(x) as P(s) / Q(s) in s = 1/x**2 on 1/2 <= x <= 10.5, past which float32's erfc is 0
+# (fit error 4.3e-11: float32 erfc, evaluated in float64, is rounded once from ~1e-10)
+_ERFCX_F32 = ((0.5641895830169966, 7.776348121002918, 34.72415738093966, 61.69967535970249,
+               43.878989602659374, 11.280684663470085, 0.8074980147954395,
+               0.006882033035007009),
+              (1.0, 14.283217982320474, 67.93858972381013, 134.49115460117702,
+               114.29724082492503, 39.213991922677536, 4.581079545397353, 0.11754779564140015))
 
 
-_CF_DEPTH = 60
-
-
-_SPLIT = 2.0
+def _horner(coefs, v):
+    """sum(c_k v**k) on the array ``v``: one multiply and one add per coefficient, in place."""
+    acc = v * coefs[-1]
+    acc += coefs[-2]
+    for c in coefs[-3::-1]:
+        acc *= v
+        acc += c
+    return acc
 
 
 def _exp_neg_square(x):
     """exp(-x*x) of a float64 array without the rounding error of x*x (x split into a 26-bit
-    head and a tail)."""
+    head and a tail: head*head is exact, and exp(-tail*(x+head)) is near 1)."""
     xp = xp_of(x)
+    if not getattr(x, "ndim", 0):  # 0-d: arithmetic on it gives scalars, which out= refuses
+        return _exp_neg_square(xp.asarray(x, dtype=host.float64).reshape(1)).reshape(())
     head = (x.view(host.int64) & ~((1 << 27) - 1)).view(host.float64)
     tail = x - head
-    return xp.exp(-head * head) * xp.exp(-tail * (x + head))
+    tail *= x + head
+    xp.negative(tail, out=tail)
+    xp.exp(tail, out=tail)
+    head *= head
+    xp.negative(head, out=head)
+    xp.exp(head, out=head)
+    head *= tail
+    return head
 
 
-def _erf_series(x):
-    x2 = 2.0 * x * x
-    term = x.copy()
-    total = x.copy()
-    for k in range(1, _SERIES_TERMS):
-        term *= x2 / (2 * k + 1)
-        total += term
-    return _TWO_OVER_SQRT_PI * _exp_neg_square(x) * total
+def _erfcx_mid(a):
+    """erfcx on 1/2 <= a < 2."""
+    r = _horner(_ERFCX_MID[0], a)
+    r /= _horner(_ERFCX_MID[1], a)
+    return r
 
 
-def _erfc_fraction(x):
-    t = x.copy()
-    for k in range(_CF_DEPTH, 0, -1):
-        t = x + (0.5 * k) / t
-    return _exp_neg_square(x) / _SQRT_PI / t
+def _erfcx_tail(a):
+    """erfcx on a >= 2 (inf and nan as 28, a value where erfc is 0, and nan)."""
+    c0, num, den = _ERFCX_TAIL
+    s = 1.0 / (a * a)
+    r = _horner(num, s)
+    r /= _horner(den, s)
+    r *= s
+    r += c0
+    r /= a
+    return r
+
+
+_SIGN_BIT = -(1 << 63)
 
 
 def _erf_erfc(x, want_erfc: bool):
-    """erf(x) (or erfc(x)) of a float64 array."""
+    """erf(x) (or erfc(x)) of a float64 array, within ~2 ulp: erf = x P(x*x) below |x| = 1/2
+    (erfc = 1 - erf there); above, erfc(|x|) = exp(-x*x) erfcx(|x|) (``_exp_neg_square``;
+    erfcx ``_erfcx_mid`` below 2, ``_erfcx_tail`` above) and erf = 1 - erfc, mirrored for x < 0
+    (erf(-a) = -erf(a), erfc(-a) = 2 - erfc(a)). NaN gives NaN; +-inf +-1 (erfc 0 and 2).
+
+    NOTE: each of the three formulas runs on its own elements only, gathered with
+    ``flatnonzero`` (~0.15 ms for 256K elements, against ~1 ms for a boolean index or
+    ``where`` on a mixed mask). (16, 64, 256), x ~ N(0, 4): 16.8 -> ~4.5 ms (torch 0.8, erfc
+    1.7): ~50 array passes an element, where the series and continued fraction took ~150."""
     xp = xp_of(x)
-    ax = xp.minimum(xp.abs(x), 30.0)  # erfc underflows to 0 well before |x| = 30
-    out = xp.full(x.shape, math.nan)
-    small = ax < _SPLIT
-    large = ax >= _SPLIT
-    e_small = _erf_series(ax[small])
-    c_large = _erfc_fraction(ax[large])
-    neg = xp.signbit(x)
-    if want_erfc:  # erfc(-a) = 2 - erfc(a)
-        out[small] = xp.where(neg[small], 1.0 + e_small, 1.0 - e_small)
-        out[large] = xp.where(neg[large], 2.0 - c_large, c_large)
-    else:  # erf(-a) = -erf(a)
-        out[small] = xp.where(neg[small], -e_small, e_small)
-        out[large] = xp.where(neg[large], c_large - 1.0, 1.0 - c_large)
-    return out
+    flat = x.reshape(-1)
+    ax = xp.abs(flat)
+    out = xp.empty_like(flat)
+    small, mid = ax < 0.5, ax < 2.0
+    mid &= ~small
+    parts = [(xp.flatnonzero(small), None), (xp.flatnonzero(mid), _erfcx_mid)]
+    done = parts[0][0].size + parts[1][0].size
+    if done < flat.size:
+        small |= mid  # the rest (nan included): the tail
+        parts.append((xp.flatnonzero(~small), _erfcx_tail))
+    for idx, erfcx in parts:
+        if not idx.size:
+            continue
+        whole = idx.size == flat.size
+        xs = flat if whole else flat[idx]
+        if erfcx is None:
+            r = _horner(_ERF_SMALL, xs * xs)
+            r *= xs
+            if want_erfc:
+                xp.subtract(1.0, r, out=r)
+        else:
+            a = ax if whole else ax[idx]
+            if erfcx is _erfcx_tail:
+                a = xp.minimum(a, 28.0)  # exp(-784) is 0: erfc(inf) = 0, all finite
+            r = _exp_neg_square(a)
+            r *= erfcx(a)
+            # the sign of x on |erf| (erf) or on erfc(|x|), then 2 added for x < 0 (erfc)
+            sign = xs.view(host.int64) & _SIGN_BIT
+            if not want_erfc:
+                xp.subtract(1.0, r, out=r)
+            bits = r.view(host.int64)
+            bits |= sign
+            if want_erfc:
+                r += (xs < 0) * 2.0
+        if whole:
+            return r.reshape(x.shape)
+        out[idx] = r
+    return out.reshape(x.shape)
+
+
+_ERF_FLOAT32_DTYPES = (host.dtype(host.float32), host.dtype(host.float16))
+
+
+def _erf_float32(a):
+    """erf of a float32 (or float16) array: the float32 fit ``_ERF_F32``, evaluated in float64
+    and rounded once. NOTE: (16, 64, 256): ~1.2 ms against 16.5 through the float64 kernel
+    (torch 0.34); in float32 arithmetic it runs in ~0.6 ms but is up to 6 ulp off."""
+    xp = xp_of(a)
+    x = xp.clip(a, -4.0, 4.0).astype(host.float64)  # erf(4) rounds to 1 in float32
+    t = x * x
+    e = _horner(_ERF_F32[0], t)
+    e /= _horner(_ERF_F32[1], t)
+    e *= x
+    return e.astype(a.dtype)
+
+
+def _erfc_float32(a):
+    """erfc of a float32 (or float16) array, in float64 and rounded once: 1 - erf (the fit
+    ``_ERF_F32``) below x = 1/2, exp(-x*x) erfcx(x) (``_ERFCX_F32``) above, x*x exact in
+    float64 for a float32 x. NOTE: (16, 64, 256): 16.7 ms through the float64 kernel before,
+    4.2 through its new version, ~2.4 here (torch 0.46; a third of it is the gathers and
+    scatters of the two regions, still less than evaluating both everywhere)."""
+    xp = xp_of(a)
+    x = a.astype(host.float64).reshape(-1)
+    out = xp.empty_like(x)
+    low = x < 0.5
+    for idx, is_low in ((xp.flatnonzero(low), True), (xp.flatnonzero(~low), False)):
+        if not idx.size:
+            continue
+        whole = idx.size == x.size
+        v = x if whole else x[idx]
+        if is_low:
+            v = xp.clip(v, -4.0, 4.0)  # (erfc rounds to 2 below -4 in float32)
+            t = v * v
+            r = _horner(_ERF_F32[0], t)
+            r /= _horner(_ERF_F32[1], t)
+            r *= v
+            xp.subtract(1.0, r, out=r)
+        else:
+            v = xp.minimum(v, 10.5)  # inf as 10.5: erfc 0 in float32; nan stays nan
+            t = v * v
+            s = 1.0 / t
+            r = _horner(_ERFCX_F32[0], s)
+            r /= _horner(_ERFCX_F32[1], s)
+            r /= v
+            xp.negative(t, out=t)
+            r *= xp.exp(t, out=t)
+        if whole:
+            return r.reshape(a.shape).astype(a.dtype)
+        out[idx] = r
+    return out.reshape(a.shape).astype(a.dtype)
 
 
 def _float64_math(fn, a):
@@ -676,6 +816,10 @@ class ErfBackward0(Op):
     save_inputs = (0,)
 
     def forward(self, a):
+        if a.dtype == host.float64:
+            return _erf_erfc(a, False)
+        if a.dtype in _ERF_FLOAT32_DTYPES:
+            return _erf_float32(a)
         return _float64_math(lambda v: _erf_erfc(v, False), a)
 
     def backward(self, grad):
@@ -690,6 +834,10 @@ class ErfcBackward0(Op):
     save_inputs = (0,)
 
     def forward(self, a):
+        if a.dtype == host.float64:
+            return _erf_erfc(a, True)
+        if a.dtype in _ERF_FLOAT32_DTYPES:
+            return _erfc_float32(a)
         return _float64_math(lambda v: _erf_erfc(v, True), a)
 
     def backward(self, grad):
