@@ -2137,3 +2137,17 @@ def test_mark_non_differentiable_on_an_input_returned_as_is(torch):
         outs = F.apply(a, b)
         return [o.requires_grad for o in outs]
     assert run(ember) == run(torch) == [True, False]
+
+
+@pytest.mark.parametrize("shape, other", [((256, 512), (512,)), ((64, 128, 8), (128, 1)),
+                                          ((4096,), ())])
+def test_unbroadcast_sums_alike_with_and_without_create_graph(shape, other):
+    """The engine sums a broadcast input's gradient as ``Tensor.sum`` does (BLAS products
+    with ones on large float arrays): the same bits whether or not the backward is recorded."""
+    rng = np.random.default_rng(3)
+    x = ember.tensor(rng.standard_normal(shape).astype(np.float32), requires_grad=True)
+    y = ember.tensor(rng.standard_normal(other).astype(np.float32), requires_grad=True)
+    g = ember.tensor(rng.standard_normal(shape).astype(np.float32))
+    plain = ember.autograd.grad(x * y, [y], g)[0]
+    recorded = ember.autograd.grad(x * y, [y], g, create_graph=True)[0]
+    assert np.array_equal(plain.detach().numpy(), recorded.detach().numpy())

@@ -20,6 +20,7 @@ import heapq
 from heapq import heappop, heappush, heappushpop
 
 from .._backend import FLOAT_KINDS, from_numpy_dtype, generic, host, is_array, ndarray, xp_of
+from .._backend.sums import sum_arrays
 from .._tensor import Tensor
 from .anomaly_mode import AnomalyMode, report_forward_trace
 from .forward_ad import state as _fw_state
@@ -51,8 +52,9 @@ def sum_to(grad, shape: tuple):
         elif s != g:
             raise ValueError("not broadcastable")
     if dims:
+        # (arrays summed as ``Tensor.sum`` sums: the same bits with and without create_graph)
         grad = grad.sum(dims, keepdim=True) if isinstance(grad, Tensor) else \
-            grad.sum(axis=tuple(dims), keepdims=True)
+            sum_arrays(grad, tuple(dims), True)
     return grad.reshape(shape) if lead else grad
 
 

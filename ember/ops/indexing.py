@@ -9,8 +9,10 @@ over repeated indices.
 
 Every other op here reads or writes its input at one advanced key: ``a[key]`` selects,
 ``a[key] = v`` writes and ``xp.<ufunc>.at(a, key, v)`` reduces (repeated indices accumulate).
-For gather/scatter the key is the index with an open grid for the other dims; for the index_*
-family it is ``(:, ..., :, index)``; for take/put it indexes the flattened input. Derivatives
+For scatter and scatter_reduce the key is the index with an open grid for the other dims
+(gather, scatter_add and the max/min/sort-by-dim backward use the same positions in the input
+read as 1-d: one flat index array is faster); for the index_* family it is
+``(:, ..., :, index)``; for take/put it indexes the flattened input. Derivatives
 use the three keyed ops (select at a key: ``IndexBackward0``, accumulate into zeros at a key:
 ``IndexBackwardBackward0``, zero at a key: ``IndexPutBackward0``), which differentiate into each
 other, so double backward works. A 0-d input is handled as its 1-element 1-d view, as torch does.
@@ -238,11 +240,47 @@ def _mask_mismatch(key: tuple, shape: tuple) -> IndexError | None:
     return None
 
 
+def _fast_basic(key, shape: tuple):
+    """The view node for ``key`` when it is an int, a slice, or a tuple of them in bounds
+    (steps None or positive ints); None otherwise (``getitem``'s general path then checks,
+    words errors and names the node)."""
+    if key.__class__ is not tuple:
+        key = (key,)
+    if len(key) > len(shape):
+        return None
+    name = None
+    for k, n in zip(key, shape):
+        cls = k.__class__
+        if cls is int:
+            if not -n <= k < n:
+                return None
+            name = "SelectBackward0"
+        elif cls is slice:
+            step = k.step
+            if step is None:
+                if k.start is not None or k.stop is not None:
+                    name = "SliceBackward0"
+            elif step.__class__ is int and step > 0:
+                name = "SliceBackward0"
+            else:
+                return None
+        else:
+            return None
+    return _BASIC_NODES[name or ("SliceBackward0" if key else "AliasBackward0")], key
+
+
 @register(method=False, export=False, operators=("__getitem__",))
 def getitem(input: Tensor, key) -> Tensor:
     """``Tensor.__getitem__`` with torch's semantics and gradients."""
-    key = normalize_key(key)
     shape = input._data.shape
+    # NOTE: ints and slices (a DataLoader's ``t[i]``) skip normalize_key and the general
+    # checks: ``t[0]`` of (4, 5) 2.8 -> ~2.0 µs, ``t[:, 1:]`` 3.2 -> ~2.2 (torch 0.9, 1.7)
+    cls = key.__class__
+    if cls is int or cls is slice or cls is tuple:
+        fast = _fast_basic(key, shape)
+        if fast is not None:
+            return view_op(fast[0], input, fast[1])
+    key = normalize_key(key)
     if is_basic(key):
         _check_basic(key, shape)
         return view_op(_BASIC_NODES[_basic_name(key)], input, key)
@@ -379,16 +417,19 @@ def _row_key(key: tuple, shape: tuple):
             math.prod(shape[j:]))
 
 
-def _sum_rows(g, rows, num: int):
-    """Zeros of (num, q) with each row ``g[i]`` of (n, q) added at row ``rows[i]``.
+def _add_rows(out, g, rows, zeros: bool) -> None:
+    """``out[:, rows[i]] += g[:, i]`` in place for each i, repeats accumulating (``out``:
+    (p, num, q), ``g``: (p, n, q); ``zeros``: out holds only zeros).
 
-    The rows are sorted by target; each run of equal targets is summed in pairwise steps
-    (step 1 adds each odd element of a run into the even one before it, step 2 the sums two
-    apart, ...), so there are log2(longest run) vectorised steps, each on fewer rows.
+    The rows are sorted stably by target. If no run of equal targets is longer than 8, the
+    rows are added in layers: the first of each run, then the second, ..., each layer a
+    vectorised add at distinct rows, so each target gets its rows in index order, as torch's
+    sequential loop. Longer runs are summed in pairwise steps (step 1 adds each odd element of
+    a run into the even one before it, step 2 the sums two apart, ...): log2(longest run)
+    steps, equal to torch's sequential sums within rounding.
     """
     xp = xp_of(g)
-    n = g.shape[0]
-    out = xp.zeros((num,) + g.shape[1:], dtype=g.dtype)
+    n = g.shape[1]
     order = rows.argsort(kind="stable")
     s = rows[order]
     first = xp.empty(n, dtype=bool)
@@ -396,45 +437,67 @@ def _sum_rows(g, rows, num: int):
     xp.not_equal(s[1:], s[:-1], out=first[1:])
     starts = xp.flatnonzero(first)
     if starts.size == n:  # no target repeats
-        out[rows] = g
-        return out
-    r = g.take(order, axis=0)
+        if zeros:
+            out[:, rows] = g
+        else:
+            out[:, rows] += g
+        return
     counts = xp.diff(starts, append=n)
+    longest = int(counts.max())
+    if longest <= 8:
+        for k in range(longest):
+            at = starts if k == 0 else starts[counts > k] + k  # positions in sorted order
+            part = g.take(order[at], axis=1)
+            if zeros and k == 0:
+                out[:, s[at]] = part
+            else:
+                out[:, s[at]] += part
+        return
+    r = g.take(order, axis=1)
     rank = xp.arange(n) - xp.repeat(starts, counts)  # position within its run
     after = xp.repeat(counts, counts) - rank - 1  # run elements after this one
-    step, longest = 1, int(counts.max())
+    step = 1
     while step < longest:
         pos = xp.flatnonzero(((rank & (2 * step - 1)) == 0) & (after >= step))
-        r[pos] += r[pos + step]
+        r[:, pos] += r[:, pos + step]
         step *= 2
-    out[s[starts]] = r[starts]
-    return out
+    if zeros:
+        out[:, s[starts]] = r[:, starts]
+    else:
+        out[:, s[starts]] += r[:, starts]
 
 
-def added_at(g, shape: tuple, key):
-    """Zeros of ``shape`` with ``g`` added at the advanced ``key``, repeats accumulating:
-    ``xp.add.at`` on zeros, as torch's ``index_put_(accumulate=True)``.
+def add_at(out, key, g, zeros: bool = False):
+    """``out`` (written in place, and returned; ``zeros``: it holds only zeros) with ``g``
+    added at the advanced ``key``, repeats accumulating: ``xp.add.at(out, key, g)``, as
+    torch's ``index_put_(accumulate=True)``.
 
     NOTE: NumPy's ``add.at`` on a multi-dim array costs ~1 µs a row it adds (2,277 µs for
     2,048 rows of 128 float32 into (1000, 128), 285 µs for 64 rows of 512 into (256, 512));
     on host arrays:
-    * a key without integer arrays repeats no position: an assignment;
+    * a key without integer arrays repeats no position: an in-place add;
     * integer arrays after full slices select rows: ``add.at`` on the flat index of every
       element is NumPy's fast case (~1.8 ns an element: 456 and 65 µs there), and rows of 64
-      or more elements, 32768 in all, are faster summed by ``_sum_rows`` (261 and 55 µs;
+      or more elements, 32768 in all, are faster added by ``_add_rows`` (282 and 45 µs, the
+      pairwise sums alone 282 and 58; 256 rows of 512 into (256, 512): 92, pairwise 116;
       but 43 against 16 µs for 200 rows of 32; and it needs no flat index, of 8 bytes an
-      element), whose sums of repeated rows are pairwise, equal to torch's sequential ones
-      within rounding.
-    Traced arrays (``ember.compile``) keep ``add.at``: ``_sum_rows`` reads its step count from
+      element).
+    Traced arrays (``ember.compile``) keep ``add.at``: ``_add_rows`` reads its step count from
     the data.
     """
     xp = xp_of(g)
-    if type(g) is ndarray and g.size:
+    if out.ndim == 1 and len(key) == 1 and is_array(key[0]) and key[0].dtype.kind in "iu":
+        xp.add.at(out, key[0], g)  # NumPy's fast case already (gather/scatter's flat keys)
+        return out
+    if type(g) is ndarray and type(out) is ndarray and g.size:
         if not any(is_array(k) and k.dtype.kind != "b" for k in key):
-            out = xp.zeros(shape, dtype=g.dtype)
-            out[key] = g  # only slices, ints, None and masks: every position once
+            # only slices, ints, None and masks: every position once
+            if zeros:
+                out[key] = g
+            else:
+                out[key] += g
             return out
-        rows = _row_key(key, shape)
+        rows = _row_key(key, out.shape) if out.flags.c_contiguous else None
         if rows is not None:
             p, rows, num, q = rows
             n = rows.size
@@ -443,17 +506,18 @@ def added_at(g, shape: tuple, key):
                     rows = (xp.arange(0, p * num, num)[:, None] + rows).reshape(-1)
                 if q > 1:
                     rows = (rows[:, None] * q + xp.arange(q)).reshape(-1)
-                flat = xp.zeros(math.prod(shape), dtype=g.dtype)
-                xp.add.at(flat, rows, g.reshape(-1))
-                return flat.reshape(shape)
-            if p == 1:
-                return _sum_rows(g.reshape(n, q), rows, num).reshape(shape)
-            g2 = g.reshape(p, n, q).transpose(1, 0, 2).reshape(n, p * q)
-            out = _sum_rows(g2, rows, num).reshape(num, p, q).transpose(1, 0, 2)
-            return out.reshape(shape)
-    out = xp.zeros(shape, dtype=g.dtype)
+                xp.add.at(out.reshape(-1), rows, g.reshape(-1))
+                return out
+            _add_rows(out.reshape(p, num, q), g.reshape(p, n, q), rows, zeros)
+            return out
     xp.add.at(out, key, g)
     return out
+
+
+def added_at(g, shape: tuple, key):
+    """Zeros of ``shape`` with ``g`` added at the advanced ``key``, repeats accumulating
+    (``add_at`` into zeros)."""
+    return add_at(xp_of(g).zeros(shape, dtype=g.dtype), key, g, zeros=True)
 
 
 def _select_at(g: Tensor, key) -> Tensor:
@@ -489,6 +553,29 @@ def _grid_key(index, dim: int) -> tuple:
     return tuple(key)
 
 
+def _flat_key(index, dim: int, shape: tuple) -> tuple:
+    """The key of gather/scatter on an array of ``shape`` read as 1-d: ``(flat,)``, 1-d, with
+    the position in the C-order flattening of each element ``_grid_key`` selects (``index``
+    has ``shape``'s number of dims; its entries are non-negative).
+
+    NOTE: a 1-d key, not the open grid: NumPy selects at one index array faster (gather of
+    (256, 8) from (256, 512): 7.1 -> 1.8 µs), and accumulates into a 1-d array at NumPy's fast
+    ``add.at`` case (gather's backward there, 75 -> ~10 µs).
+    """
+    xp = xp_of(index)
+    nd = index.ndim
+    dim = dim % nd if nd else 0
+    stride = math.prod(shape[dim + 1:])
+    flat = index.astype(host.intp, copy=False)
+    flat = flat * stride if stride != 1 else flat
+    for i, n in enumerate(index.shape):
+        stride = math.prod(shape[i + 1:])
+        if i != dim and n > 1 and stride:
+            flat = flat + xp.arange(0, n * stride, stride).reshape(
+                (1,) * i + (n,) + (1,) * (nd - i - 1))
+    return (flat.reshape(-1),)  # (each term above broadcasts to index's shape)
+
+
 def _dim_key(index, dim: int) -> tuple:
     """The key of the index_* family: ``index`` along ``dim``, whole slices elsewhere."""
     return (slice(None),) * dim + (index,)
@@ -507,9 +594,10 @@ def _index_array(index, what: str = "index"):
 def _first_out_of_bounds(index, size: int, allow_negative: bool):
     """The first index (in C order) outside ``[0, size)`` (or ``[-size, size)``), or None."""
     lo = -size if allow_negative else 0
-    bad = (index < lo) | (index >= size)
-    if not bad.any():
+    # (min and max: two passes, but cheaper than a mask and its any(), 3.6 -> 2.7 µs)
+    if not index.size or (int(index.min()) >= lo and int(index.max()) < size):
         return None
+    bad = (index < lo) | (index >= size)
     return int(index.ravel()[bad.ravel().argmax()])
 
 
@@ -524,17 +612,18 @@ def _check_bounds(index, size: int, dim: int, exc=RuntimeError, prefix: str = ""
 
 class GatherBackward0(Op):
     """gather(input, dim, index): d/dinput = grad accumulated back at the index (also the
-    derivative of ``ValueSelectingReductionBackward0``, as in torch)."""
+    derivative of ``ValueSelectingReductionBackward0``, as in torch). ``key``: the
+    ``_flat_key`` of the index into input read as 1-d."""
 
     __slots__ = ("key", "shape")
 
     def forward(self, a, key, out_shape):
-        a = _nd(a)
         self.shape, self.key = a.shape, key
-        return a[key].reshape(out_shape)
+        return a.reshape(-1)[key].reshape(out_shape)
 
     def backward(self, grad):
-        return _add_at(_ndt(grad), self.shape, self.key)
+        size = math.prod(self.shape)
+        return _add_at(grad.reshape(-1), (size,), self.key).reshape(self.shape)
 
 
 class ValueSelectingReductionBackward0(Op):
@@ -542,21 +631,22 @@ class ValueSelectingReductionBackward0(Op):
     by dim); repeated indices accumulate. ``distinct``: no slice of ``idx`` along ``dim``
     repeats an index (sort, topk, max by dim), so the grad is put, as torch's ``scatter``."""
 
-    __slots__ = ("dim", "idx")
+    __slots__ = ("idx", "key")
 
     def forward(self, g, shape, dim, idx, distinct=False):
-        self.dim, self.idx = dim, idx
+        self.idx = idx
+        self.key = key = _flat_key(_nd(idx), dim, shape or (1,))
         if not len(shape):
             return g.copy()
+        size = math.prod(shape)
         if distinct:
-            out = xp_of(g).zeros(shape, dtype=g.dtype)
-            out[_grid_key(idx, dim)] = g
-            return out
-        return added_at(g, shape, _grid_key(idx, dim))
+            out = xp_of(g).zeros(size, dtype=g.dtype)
+            out[key] = g.reshape(-1)
+            return out.reshape(shape)
+        return added_at(g.reshape(-1), (size,), key).reshape(shape)
 
     def backward(self, grad):
-        return apply1(GatherBackward0, grad, _grid_key(_nd(self.idx), self.dim),
-                      self.idx.shape)
+        return apply1(GatherBackward0, grad, self.key, self.idx.shape)
 
 
 def _scatter_into(grad: Tensor, shape: tuple, dim: int, idx) -> Tensor:
@@ -597,18 +687,21 @@ class ScatterBackward1(Op):
 
 
 class ScatterAddBackward0(Op):
-    """scatter_add(input, dim, index, src): src added at the index (repeats accumulate)."""
+    """scatter_add(input, dim, index, src): src added at the index (repeats accumulate).
+    ``key``: the ``_flat_key`` of the index into input read as 1-d."""
 
-    __slots__ = ("key",)
+    __slots__ = ("key", "part_shape")
 
     def forward(self, a, src, key, src_part):
-        self.key = key
-        out = _nd(a).copy()
-        xp_of(out).add.at(out, key, _nd(src)[src_part])
-        return out.reshape(a.shape)
+        self.key, self.part_shape = key, tuple(p.stop for p in src_part)
+        # NOTE: 1-d, at the flat key: (256, 8) into (256, 512) float32, 56 -> 35 µs (torch 18)
+        flat = a.reshape(-1).copy()  # (a copy of the 1-d view: add_at writes into it)
+        return add_at(flat, key, _nd(src)[src_part].reshape(-1)).reshape(a.shape)
 
     def backward(self, grad):
-        return grad, _select_at(_ndt(grad), self.key) if self.needs_grad(1) else None
+        if not self.needs_grad(1):
+            return grad, None
+        return grad, _select_at(grad.reshape(-1), self.key).reshape(self.part_shape)
 
 
 class _NotDifferentiable(Op):
@@ -726,9 +819,11 @@ class ScatterReduceBackward0(Op):
                 g_src if self.needs_grad(1) else None)
 
 
-def _check_scatter_args(name: str, input: Tensor, dim: int, index, src=None) -> tuple:
+def _check_scatter_args(name: str, input: Tensor, dim: int, index, src=None,
+                        flat: bool = False) -> tuple:
     """torch's checks for gather/scatter (dtype, dims, sizes, bounds); returns (dim, key,
-    src_part) for the 1-d view of a 0-d input."""
+    src_part) for the 1-d view of a 0-d input (``flat``: the ``_flat_key`` into input read
+    as 1-d)."""
     idx = _index_array(index)
     a = input._data
     d = _wrap_dim(dim, a.ndim)
@@ -768,14 +863,14 @@ def _check_scatter_args(name: str, input: Tensor, dim: int, index, src=None) -> 
         _check_bounds(idx, a_shape[d], d)
     idx = _nd(idx)
     src_part = None if s_shape is None else tuple(slice(n) for n in idx.shape)
-    return d, _grid_key(idx, d), src_part
+    return d, _flat_key(idx, d, a_shape) if flat else _grid_key(idx, d), src_part
 
 
 @register
 def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False,
            out: Tensor | None = None) -> Tensor:
     """``torch.gather``: ``out[i][j] = input[index[i][j]][j]`` (dim 0); sparse_grad ignored."""
-    _, key, _ = _check_scatter_args("gather", input, dim, index)
+    _, key, _ = _check_scatter_args("gather", input, dim, index, flat=True)
     result = apply1(GatherBackward0, input, key, index._data.shape)
     return _write_out(out, result)
 
@@ -835,7 +930,7 @@ def scatter(input: Tensor, dim: int, index: Tensor, src=None, value=None, *,
 @register(inplace=True)
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """``torch.scatter_add``: src added into input at the index; repeated indices add up."""
-    _, key, src_part = _check_scatter_args("scatter_add", input, dim, index, src)
+    _, key, src_part = _check_scatter_args("scatter_add", input, dim, index, src, flat=True)
     return ScatterAddBackward0.apply(input, src, params=(key, src_part))
 
 
@@ -879,9 +974,10 @@ class IndexAddBackward0(Op):
 
     def forward(self, a, src, key, alpha):
         self.key, self.alpha = key, alpha
-        out = _nd(a).copy()
         s = _nd(src)
-        xp_of(out).add.at(out, key, s if alpha == 1 else (s * alpha).astype(s.dtype))
+        # NOTE: ``add_at``'s row sums, not ``add.at``: 256 rows of 512 float32 into
+        # (256, 512), 1,151 -> 83 µs (torch 37)
+        out = add_at(_nd(a).copy(), key, s if alpha == 1 else (s * alpha).astype(s.dtype))
         return out.reshape(a.shape)
 
     def backward(self, grad):

@@ -8,7 +8,7 @@ instance_norm and local_response_norm, composites, are in ``nn.functional.normal
 
 from __future__ import annotations
 
-from .._backend import FLOAT_KINDS, host, ndarray, xp_of
+from .._backend import FLOAT_KINDS, HOST_ARRAYS, host, xp_of
 from .._tensor import Size, Tensor, _make
 from ..autograd.grad_mode import enable_grad
 from ..autograd.grad_mode import state as _grad_state
@@ -52,7 +52,8 @@ def _stats(x: Tensor, dims, eps: float):
 
 def _row_dot(a, b):
     """The dot product of each row of ``a`` with the same row of ``b`` (2-D arrays)."""
-    if type(a) is ndarray and type(b) is ndarray and a.dtype.char in "fd" and a.dtype == b.dtype:
+    if type(a) in HOST_ARRAYS and type(b) in HOST_ARRAYS and a.dtype.char in "fd" and \
+            a.dtype == b.dtype:
         return host.vecdot(a, b)  # (BLAS dots: 23 µs on (1024, 256) float32, against 40)
     return _sum_arrays(a * b, (1,), False)
 
@@ -63,8 +64,8 @@ def _outer(u, v):
     (1024, 256) float32 70 -> 21 µs, (512, 784) 109 -> 35; broadcasting kept for few rows
     ((16, 16384) 35 against 48). NumPy's matmul does not call BLAS for an inner size of 1."""
     r, k = u.shape[0], v.shape[0]
-    if r >= 64 and r * k >= 4096 and type(u) is ndarray and type(v) is ndarray and \
-            u.dtype.char in "fd" and u.dtype == v.dtype:
+    if r >= 64 and r * k >= 4096 and type(u) in HOST_ARRAYS and type(v) in HOST_ARRAYS \
+            and u.dtype.char in "fd" and u.dtype == v.dtype:
         a = host.zeros((r, 2), u.dtype)
         a[:, 0] = u
         b = host.zeros((2, k), u.dtype)
@@ -75,7 +76,7 @@ def _outer(u, v):
 
 def _matvec(a, v):
     """``a @ v`` for a 2-D array and a vector (``(a * v).sum(1)``)."""
-    if type(a) is ndarray and a.dtype.char in "fd" and a.dtype == v.dtype and \
+    if type(a) in HOST_ARRAYS and a.dtype.char in "fd" and a.dtype == v.dtype and \
             a.flags.c_contiguous:
         return host.matmul(a, v)
     return _sum_arrays(a * v, (1,), False)
@@ -83,7 +84,7 @@ def _matvec(a, v):
 
 def _vecmat(v, a):
     """``v @ a`` for a vector and a 2-D array (``(v[:, None] * a).sum(0)``)."""
-    if type(a) is ndarray and a.dtype.char in "fd" and a.dtype == v.dtype and \
+    if type(a) in HOST_ARRAYS and a.dtype.char in "fd" and a.dtype == v.dtype and \
             a.flags.c_contiguous:
         return host.matmul(v, a)
     return _sum_arrays(v[:, None] * a, (0,), False)

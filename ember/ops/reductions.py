@@ -13,8 +13,11 @@ import warnings
 from collections import namedtuple
 from itertools import pairwise
 
-from .._backend import FLOAT_KINDS, host, ndarray, xp_of
+from .._backend import FLOAT_KINDS, host, xp_of
 from .._backend import dtypes as _dt
+from .._backend.sums import blas_sum as _blas_sum
+from .._backend.sums import blas_sum_squares as _blas_sum_squares
+from .._backend.sums import sum_arrays as _sum_arrays
 from .._tensor import Tensor, _make, _wrap_dim
 from ._op import Op, apply1, record_outputs
 from ._registry import register
@@ -73,101 +76,6 @@ def _raw_expand_back(grad, shape: tuple, dims, keepdim: bool):
             kept[d] = 1
         grad = grad.reshape(kept)
     return xp_of(grad).broadcast_to(grad, shape)
-
-
-# --------------------------------------------------------------------------- fast sums
-
-# NOTE: NumPy's ``add.reduce`` is slow on float32/float64 against torch, and a product with a
-# vector of ones (one BLAS gemv, ``_blas_sum``) is the same sum 2-3x faster, single-threaded,
-# (16, 64, 256) float32: all dims 40 -> 15 µs (by blocks of ``_BLOCK``, below), dim 1 36 -> 15,
-# dim 2 57 -> 16, dims (0, 1) 38 -> 14 (torch: 17-21). Each output is still one vectorised
-# accumulation of at most ``_BLOCK`` elements (or, over leading dims, a row-by-row one, as
-# ``add.reduce``'s own), so the rounding error stays in NumPy's range. Below ``_BLAS_MIN``
-# elements the call's overhead wins and ``add.reduce`` stays. Whole ops, same shape:
-# ``x.sum(1)`` 44 -> 20 µs, ``x.sum()`` 45 -> 24, ``x.mean()`` 50 -> 24, ``x.mean(-1)`` 67 -> 21
-# (torch 21 / 17 / 19 / 21).
-_BLAS_MIN = 4096
-_BLOCK = 4096
-_ONES: dict = {}
-
-
-def _ones(n: int, dt):
-    """A read-only vector of ``n`` ones of dtype ``dt``, kept (a few KiB each)."""
-    v = _ONES.get((n, dt))
-    if v is None:
-        if len(_ONES) >= 64:
-            _ONES.clear()
-        v = host.ones(n, dt)
-        v.flags.writeable = False
-        _ONES[(n, dt)] = v
-    return v
-
-
-def _blas_sum(a, dims, keepdim: bool):
-    """``add.reduce(a, axis=dims, keepdims=keepdim)`` as products with ones when ``a`` is a
-    C-contiguous float32/float64 host array of ``_BLAS_MIN`` elements or more and ``dims`` (sorted;
-    None: all) a run of consecutive dims; None otherwise (the caller reduces as before)."""
-    if type(a) is not ndarray or a.size < _BLAS_MIN or a.dtype.char not in "fd" or \
-            not a.flags.c_contiguous:
-        return None
-    shape = a.shape
-    if dims is None:
-        lo, hi = 0, len(shape)
-    else:
-        lo, hi = dims[0], dims[-1] + 1
-        if hi - lo != len(dims):
-            return None
-    outer = red = inner = 1
-    for s in shape[:lo]:
-        outer *= s
-    for s in shape[lo:hi]:
-        red *= s
-    for s in shape[hi:]:
-        inner *= s
-    if red == 1:  # (nothing to add: add.reduce's copy is quicker)
-        return None
-    if inner == 1:
-        if red <= _BLOCK:
-            out = host.matmul(a.reshape(outer, red), _ones(red, a.dtype))
-        elif outer == 1:  # one long sum: by blocks, then the partial sums pairwise
-            flat = a.reshape(-1)
-            q = red // _BLOCK * _BLOCK
-            part = host.matmul(flat[:q].reshape(-1, _BLOCK), _ones(_BLOCK, a.dtype))
-            out = host.add.reduce(part) + host.add.reduce(flat[q:])
-        else:
-            return None
-    elif outer == 1:
-        out = host.matmul(_ones(red, a.dtype), a.reshape(red, inner))
-    elif inner >= 64:  # one gemv per leading index
-        out = host.matmul(_ones(red, a.dtype), a.reshape(outer, red, inner))
-    else:
-        return None
-    if keepdim:
-        return out.reshape(shape[:lo] + (1,) * (hi - lo) + shape[hi:])
-    return out.reshape(shape[:lo] + shape[hi:])
-
-
-def _blas_sum_squares(a):
-    """``add.reduce(a * a, axis=None)`` as BLAS dot products by blocks of ``_BLOCK``, then the
-    partial sums pairwise, for a C-contiguous float32/float64 host array of ``_BLAS_MIN``
-    elements or more (None otherwise). NOTE: (256, 512) float32 35 -> 8 µs (no squares
-    array; mse_loss's and the 2-norm's sum)."""
-    if type(a) is not ndarray or a.size < _BLAS_MIN or a.dtype.char not in "fd" or \
-            not a.flags.c_contiguous:
-        return None
-    flat = a.reshape(-1)
-    q = a.size // _BLOCK * _BLOCK
-    head, tail = flat[:q].reshape(-1, _BLOCK), flat[q:]
-    return host.add.reduce(host.vecdot(head, head)) + host.vecdot(tail, tail)
-
-
-def _sum_arrays(a, dims, keepdim: bool, out_dtype=None):
-    """``a`` summed over ``dims`` (None: all) as torch's sum: ``_blas_sum`` where it applies."""
-    if out_dtype is None or out_dtype == a.dtype:
-        out = _blas_sum(a, dims, keepdim)
-        if out is not None:
-            return out
-    return xp_of(a).add.reduce(a, axis=dims, keepdims=keepdim, dtype=out_dtype)
 
 
 def _raw_div_count(grad, n: int):

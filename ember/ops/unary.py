@@ -382,8 +382,15 @@ _ERFCX_F32 = ((0.5641895830169966, 7.776348121002918, 34.72415738093966, 61.6996
 
 
 def _horner(coefs, v):
-    """sum(c_k v**k) on the array ``v``: one multiply and one add per coefficient, in place."""
+    """sum(c_k v**k) on the array ``v``: one multiply and one add per coefficient, in place
+    on a host array of one or more dims (others, e.g. 0-d or traced ones, out of place: the
+    same operations, the same bits)."""
     acc = v * coefs[-1]
+    if type(acc) is not ndarray or not acc.ndim:
+        acc = acc + coefs[-2]
+        for c in coefs[-3::-1]:
+            acc = acc * v + c
+        return acc
     acc += coefs[-2]
     for c in coefs[-3::-1]:
         acc *= v
@@ -442,6 +449,8 @@ def _erf_erfc(x, want_erfc: bool):
     ``where`` on a mixed mask). (16, 64, 256), x ~ N(0, 4): 16.8 -> ~4.5 ms (torch 0.8, erfc
     1.7): ~50 array passes an element, where the series and continued fraction took ~150."""
     xp = xp_of(x)
+    if _traced(x):
+        return _erf_erfc_everywhere(x, want_erfc)
     flat = x.reshape(-1)
     ax = xp.abs(flat)
     out = xp.empty_like(flat)
@@ -482,6 +491,36 @@ def _erf_erfc(x, want_erfc: bool):
     return out.reshape(x.shape)
 
 
+def _traced(x) -> bool:
+    """Whether ``x`` is a traced array of ``ember.compile``'s capture (a host array other
+    than NumPy's own): its program must not depend on which elements fall in which region."""
+    return type(x) is not ndarray and type(x) in HOST_ARRAYS
+
+
+def _erf_erfc_everywhere(x, want_erfc: bool):
+    """``_erf_erfc`` for a traced array: each region's formula on every element, the results
+    picked by region with ``where`` (the same operations an element, so the same bits; the
+    gathers' shapes would depend on the data, which a replay must not)."""
+    xp = xp_of(x)
+    flat = x.reshape(-1)
+    ax = xp.abs(flat)
+    with host.errstate(all="ignore"):
+        small = _horner(_ERF_SMALL, flat * flat) * flat
+        if want_erfc:
+            small = 1.0 - small
+        rest = []
+        for a, erfcx in ((ax, _erfcx_mid), (xp.minimum(ax, 28.0), _erfcx_tail)):
+            r = _exp_neg_square(a) * erfcx(a)
+            if not want_erfc:
+                r = 1.0 - r
+            r = (r.view(host.int64) | (flat.view(host.int64) & _SIGN_BIT)).view(host.float64)
+            if want_erfc:
+                r = r + (flat < 0) * 2.0
+            rest.append(r)
+    out = xp.where(ax < 0.5, small, xp.where(ax < 2.0, rest[0], rest[1]))
+    return out.reshape(x.shape)
+
+
 _ERF_FLOAT32_DTYPES = (host.dtype(host.float32), host.dtype(host.float16))
 
 
@@ -492,9 +531,7 @@ def _erf_float32(a):
     xp = xp_of(a)
     x = xp.clip(a, -4.0, 4.0).astype(host.float64)  # erf(4) rounds to 1 in float32
     t = x * x
-    e = _horner(_ERF_F32[0], t)
-    e /= _horner(_ERF_F32[1], t)
-    e *= x
+    e = _horner(_ERF_F32[0], t) / _horner(_ERF_F32[1], t) * x  # (a 0-d one is a scalar)
     return e.astype(a.dtype)
 
 
@@ -506,6 +543,16 @@ def _erfc_float32(a):
     scatters of the two regions, still less than evaluating both everywhere)."""
     xp = xp_of(a)
     x = a.astype(host.float64).reshape(-1)
+    if _traced(a):  # (see ``_erf_erfc_everywhere``)
+        with host.errstate(all="ignore"):
+            v = xp.clip(x, -4.0, 4.0)
+            t = v * v
+            low = 1.0 - _horner(_ERF_F32[0], t) / _horner(_ERF_F32[1], t) * v
+            v = xp.minimum(x, 10.5)
+            t = v * v
+            high = _horner(_ERFCX_F32[0], 1.0 / t) / _horner(_ERFCX_F32[1], 1.0 / t) / v * \
+                xp.exp(-t)
+        return xp.where(x < 0.5, low, high).reshape(a.shape).astype(a.dtype)
     out = xp.empty_like(x)
     low = x < 0.5
     for idx, is_low in ((xp.flatnonzero(low), True), (xp.flatnonzero(~low), False)):
