@@ -3,13 +3,15 @@ on neighbours that do not:
 
 * ``indexing.added_at`` (the backward of ``x[key]``, gather, embedding, cummax): keys without
   integer arrays assign; integer arrays after full slices add rows, by ``add.at`` on the flat
-  index or by the sorted pairwise sums of ``_sum_rows``; any other key keeps ``add.at``.
+  index or by ``_add_rows`` (sorted rows added in layers, or pairwise for long runs); any
+  other key keeps ``add.at``.
   Repeated, negative and broadcast indices must accumulate.
 * ``topk``: k argmax/argmin picks (k <= 16) with a fallback where a sentinel or NaN is picked,
   else a partition to the k-th value; ties in index order, NaN largest.
 * ``cumsum`` and its backward: blocked triangular matmuls for float32/float64 scans of 16384
   elements or more (the raw and the Tensor backward agree bit for bit).
-* ``AxisMap``'s dense matmul (interpolate, average and adaptive average pools).
+* ``AxisMap``'s cached maps (interpolate, average and adaptive average pools), NaN and inf
+  kept to the windows that hold them.
 """
 
 from __future__ import annotations
@@ -350,7 +352,7 @@ def test_cumsum_and_cumprod_double_backward(torch):
 # --------------------------------------------------------------------------- separable maps
 
 MAPS = {
-    # name: (input shape, fn) -- dense matmuls along both axes, and the taps beyond the limit
+    # name: (input shape, fn)
     "bilinear_x2": ((8, 16, 14, 14),
                     lambda m, t: m.nn.functional.interpolate(t, scale_factor=2, mode="bilinear",
                                                              align_corners=False)),
@@ -384,6 +386,21 @@ MAPS = {
 def test_separable_maps_like_torch(torch, name, dtype):
     shape, fn = MAPS[name]
     _like_torch(torch, fn, RNG.standard_normal(shape).astype(dtype))
+
+
+@pytest.mark.parametrize("name", ["bilinear_x2", "adaptive_avg_5", "avg_pool_padded"])
+def test_separable_maps_keep_nan_and_inf_to_their_windows(torch, name):
+    """A NaN or inf reaches only the outputs whose window holds it, as torch's (a dense
+    matmul of the map would spread it along the whole axis: 0 * nan is nan)."""
+    shape, fn = MAPS[name]
+    x = RNG.standard_normal(shape).astype(np.float32)
+    x[0, 0, 3, 4], x[-1, -1, -2, 1] = np.nan, np.inf
+    seed = RNG.standard_normal(tuple(fn(torch, torch.tensor(x)).shape)).astype(np.float32)
+    (e_out, (e_grad,)), (t_out, (t_grad,)) = (_run(m, fn, [x], (0,), seed) for m in (ember, torch))
+    for e, t in ((e_out, t_out), (e_grad, t_grad)):
+        e, t = e.detach().cpu().numpy(), t.detach().numpy()
+        assert np.array_equal(np.isnan(e), np.isnan(t)) and np.array_equal(np.isinf(e), np.isinf(t))
+        np.testing.assert_allclose(e, t, rtol=1e-5, atol=1e-5)
 
 
 def test_separable_maps_of_non_contiguous_input(torch):

@@ -173,15 +173,9 @@ def _on(xp, index):
     return index if isinstance(index, slice) else xp.asarray(index)
 
 
-# NOTE: a weighted map (interpolation, average pools) whose input is at most
-# ``_DENSE_PER_TAP`` times its number of taps long runs as a matmul with its (n_out, n_in)
-# matrix instead of a gather, multiply and add per tap. The matmul makes n_in multiply-adds an
-# output (~0.018 ns each, float32), a tap ~3 passes over memory (~0.55 ns an output, 2-4x that
-# along the last axis): bilinear 14 -> 28 on (8, 16, 14, 14) float32, 162 -> 27 µs along the
-# last axis, 142 -> 37 along the one before; at 64 -> 128 along the one before, 452 against
-# 431 µs (the ratios hold from 16 to 128 long, for 2 to 19 taps, 200k elements a call)
-_DENSE_PER_TAP = {-1: 48}  # along the last axis; 24 along the others
-_BLAS_DTYPES = (host.dtype(host.float32), host.dtype(host.float64))
+# NOTE: a weighted map as a matmul with its dense (n_out, n_in) matrix ran bilinear
+# upsampling ~3x faster, but a NaN or inf in the input then reaches every output along the
+# axis (0 * nan is nan), where torch's windows keep it to their own outputs: the taps stay.
 
 
 class AxisMap:
@@ -190,16 +184,14 @@ class AxisMap:
     maps of interpolate and the pools are kept and shared); what ``apply`` and ``adjoint``
     derive from the taps is made on first use."""
 
-    __slots__ = ("_dense", "_plans", "axis", "n_in", "n_out", "pad", "taps")
+    __slots__ = ("_plans", "axis", "n_in", "pad", "taps")
 
     def __init__(self, axis: int, n_in: int, taps, pad=(0, 0)):
         self.axis, self.n_in, self.pad = axis, n_in, tuple(pad)
         self.taps = tuple((_as_index(host.asarray(i, dtype=host.int64)),
                            None if w is None else host.asarray(w, dtype=host.float64))
                           for i, w in taps)
-        padded = n_in + self.pad[0] + self.pad[1]
-        self.n_out = host.arange(padded)[self.taps[0][0]].size if self.taps else 0
-        self._plans = self._dense = None
+        self._plans = None
 
     @property
     def plans(self) -> tuple:
@@ -207,41 +199,9 @@ class AxisMap:
             self._plans = tuple(_scatter_plan(i) for i, _ in self.taps)
         return self._plans
 
-    def _matrix(self, dtype):
-        """The map as an (n_out, n_in) matrix of ``dtype`` (the zero padding left out), or
-        None where the taps are faster (see ``_DENSE_PER_TAP``)."""
-        taps = self.taps
-        if (dtype not in _BLAS_DTYPES or self.n_in < 2 or all(w is None for _, w in taps)
-                or self.n_in > len(taps) * _DENSE_PER_TAP.get(self.axis, 24)):
-            return None
-        if self._dense is None:
-            lo, hi = self.pad
-            m = host.zeros((self.n_out, self.n_in + lo + hi))
-            rows = host.arange(self.n_out)
-            for index, w in self.taps:
-                cols = host.arange(m.shape[1])[index]
-                host.add.at(m, (rows, cols), 1.0 if w is None else w)
-            m = m[:, lo:lo + self.n_in]
-            self._dense = {d: m.astype(d) for d in _BLAS_DTYPES}
-        return self._dense[dtype]
-
-    def _matmul(self, a: ndarray, m: ndarray) -> ndarray:
-        """``m`` (rows, len of ``axis``) applied along ``axis`` of ``a``."""
-        xp = xp_of(a)
-        m = xp.asarray(m)
-        ax = a.ndim + self.axis
-        if self.axis == -1:
-            out = a.reshape(-1, a.shape[-1]) @ m.T
-        else:
-            out = xp.matmul(m, a.reshape(math.prod(a.shape[:ax]), a.shape[ax], -1))
-        return out.reshape(a.shape[:ax] + (m.shape[0],) + a.shape[ax + 1:])
-
     def apply(self, a: ndarray) -> ndarray:
         xp = xp_of(a)
         ax = a.ndim + self.axis
-        m = self._matrix(a.dtype)
-        if m is not None and a.size:
-            return self._matmul(a, m)
         if self.pad != (0, 0):
             widths = [(0, 0)] * a.ndim
             widths[ax] = self.pad
@@ -269,9 +229,6 @@ class AxisMap:
     def adjoint(self, g: ndarray) -> ndarray:
         xp = xp_of(g)
         ax = g.ndim + self.axis
-        m = self._matrix(g.dtype)
-        if m is not None and g.size:
-            return self._matmul(g, m.T)
         shape = list(g.shape)
         lo, hi = self.pad
         shape[ax] = self.n_in + lo + hi
