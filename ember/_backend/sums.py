@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as host
 
 from . import HOST_ARRAYS, xp_of
+from .trace import ones as _plain_ones  # (NumPy's own, not capture's recording one)
 
 # NOTE: NumPy's ``add.reduce`` is slow on float32/float64 against torch, and a product with a
 # vector of ones (one BLAS gemv, ``blas_sum``) is the same sum 2-3x faster, single-threaded,
@@ -29,7 +30,7 @@ def ones_vector(n: int, dt):
     if v is None:
         if len(ONES_KEPT) >= 64:
             ONES_KEPT.clear()
-        v = host.ones(n, dt)
+        v = _plain_ones(n, dt)  # (kept: a plain array, even when made during a capture)
         v.flags.writeable = False
         ONES_KEPT[(n, dt)] = v
     return v

@@ -836,6 +836,25 @@ def stop() -> None:
         setattr(mod, name, orig)
 
 
+def kept(maxsize: int):
+    """``functools.lru_cache(maxsize)`` for a function that builds host arrays from its
+    arguments, bypassed while a capture is active: arrays made then are traced ones, which a
+    cache would keep past the capture."""
+    import functools
+
+    def decorate(build):
+        cached = functools.lru_cache(maxsize=maxsize)(build)
+
+        @functools.wraps(build)
+        def get(*args):
+            return build(*args) if state.rec is not None else cached(*args)
+
+        get.cache_clear = cached.cache_clear
+        return get
+
+    return decorate
+
+
 def plain(x):
     """The plain ndarray behind ``x`` (a Traced array's view; anything else as it is)."""
     rec = state.rec

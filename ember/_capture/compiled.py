@@ -531,7 +531,8 @@ class Compiled:
         optimizer state."""
         rec = cap.rec
         for i, snap in rec.ext_snap.items():
-            host.copyto(rec.values[i], snap)
+            if rec.values[i].flags.writeable:  # (a read-only one was only read)
+                host.copyto(rec.values[i], snap)
         for gen, st in cap.rngs.values():
             set_rng_state(gen, st)
         if not full:
@@ -728,7 +729,8 @@ class Compiled:
                 grads) -> str | None:
         rec = cap.rec
         values = rec.values
-        post = {i: values[i].copy() for i in rec.ext_snap}
+        # (read-only arrays, e.g. the kept vectors of ones of ``_backend.sums``, are only read)
+        post = {i: values[i].copy() for i in rec.ext_snap if values[i].flags.writeable}
         rng_post = {k: rng_state(gen) for k, (gen, _) in cap.rngs.items()}
         self._undo(cap)
         eager_vals = [values[i] for i in results + effect_refs]

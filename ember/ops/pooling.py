@@ -22,6 +22,7 @@ import functools
 import math
 
 from .._backend import FLOAT_KINDS, device_of, host, ndarray, xp_of
+from .._backend.trace import kept
 from .._tensor import Tensor, _make
 from ..autograd.grad_mode import state as _grad_state
 from ._op import Op, apply1, is_dual
@@ -570,7 +571,7 @@ def max_pool1d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,
 
 # --------------------------------------------------------------------------- average pool
 
-@functools.lru_cache(maxsize=256)  # (maps are immutable: kept per size)
+@kept(256)  # (maps are immutable: kept per size)
 def _avg_map(axis, n, k, s, p, out, count_include_pad, fixed) -> AxisMap:
     """Average pooling along one axis as k strided taps over the zero-padded input, each
     weighing 1/(window size) (``fixed`` instead, if given)."""
@@ -652,7 +653,7 @@ def _adaptive_bounds(n: int, o: int):
     return start, end
 
 
-@functools.lru_cache(maxsize=256)  # (maps are immutable: kept per size)
+@kept(256)  # (maps are immutable: kept per size)
 def _adaptive_map(axis, n, o) -> AxisMap:
     start, end = _adaptive_bounds(n, o)
     k = int((end - start).max()) if o else 0

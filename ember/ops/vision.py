@@ -15,13 +15,13 @@ Also the window machinery the convolution and pooling modules share:
 
 from __future__ import annotations
 
-import functools
 import math
 import warnings
 from itertools import pairwise
 from numbers import Integral
 
 from .._backend import host, ndarray, xp_of
+from .._backend.trace import kept
 from .._tensor import Tensor, _make
 from ._op import Op, apply1
 from ._registry import register
@@ -421,7 +421,7 @@ def _src_scale(n_in: int, n_out: int, scale, align_corners: bool, dtype) -> floa
     return dtype.type(n_in) / dtype.type(n_out)
 
 
-@functools.lru_cache(maxsize=256)  # (maps are immutable: kept per size)
+@kept(256)  # (maps are immutable: kept per size)
 def _nearest_map(axis, n_in, n_out, scale, exact, dtype) -> AxisMap:
     if n_out == n_in:
         idx = host.arange(n_out)
@@ -436,7 +436,7 @@ def _nearest_map(axis, n_in, n_out, scale, exact, dtype) -> AxisMap:
     return AxisMap(axis, n_in, [(idx, None)])
 
 
-@functools.lru_cache(maxsize=256)  # (maps are immutable: kept per size)
+@kept(256)  # (maps are immutable: kept per size)
 def _linear_map(axis, n_in, n_out, scale, align_corners, dtype) -> AxisMap:
     dt = host.dtype(host.float64 if dtype == host.float64 else host.float32)
     s = _src_scale(n_in, n_out, scale, align_corners, dt)
@@ -469,7 +469,7 @@ def _cubic_weights(t, one):
     return [far(t + one), near(t), near(one - t), far((one - t) + one)]
 
 
-@functools.lru_cache(maxsize=256)  # (maps are immutable: kept per size)
+@kept(256)  # (maps are immutable: kept per size)
 def _cubic_map(axis, n_in, n_out, scale, align_corners, dtype) -> AxisMap:
     """Bicubic along one axis: 4 taps around floor(src), clamped to the border, weighted by
     the cubic convolution kernel (torch's upsample_bicubic2d, no clamping of src at 0)."""
