@@ -67,6 +67,13 @@ def _vector(a: ndarray) -> ndarray:
     return a.reshape(1) if not a.ndim else a
 
 
+def _saved_vector(node) -> tuple:
+    """A one-input node's saved input as ``_vector`` makes it, and its shape: what the array
+    rules below compute on, their result reshaped back to it."""
+    d = node.saved()[0]._data
+    return _vector(d), d.shape
+
+
 def _unary(cls, inplace_cls, input: Tensor, inplace: bool, *params) -> Tensor:
     """Apply ``cls`` to ``input``, or ``inplace_cls`` in place (torch's ``name_`` form)."""
     if not inplace:
@@ -284,11 +291,8 @@ class EluBackward0(Op):
     def raw_backward(self, grad):
         # the rule above on arrays (bit for bit): the select as the sum of the two sides
         # multiplied by the mask and its complement, one of them exactly 0 (slope is finite)
-        (x,) = self.saved()
-        d = x._data
+        d, shape = _saved_vector(self)
         xp = xp_of(d)
-        shape = d.shape
-        d = _vector(d)
         slope = xp.minimum(d, 0.0)
         slope *= self.input_scale
         xp.exp(slope, out=slope)
@@ -545,10 +549,7 @@ class SiluBackward0(Op):
     @host.errstate(invalid="ignore", over="ignore")  # inf * 0 is nan, as in torch: quietly
     def raw_backward(self, grad):
         # the rule above on arrays, in its order of operations (bit for bit)
-        (x,) = self.saved()
-        x = x._data
-        shape = x.shape
-        x = _vector(x)
+        x, shape = _saved_vector(self)
         s = _array_sigmoid(x)
         t = 1.0 - s
         t *= x
@@ -611,10 +612,8 @@ class SoftplusBackward0(Op):
 
     def raw_backward(self, grad):
         # the rule above on arrays (bit for bit)
-        (x,) = self.saved()
-        x = x._data
-        shape = x.shape
-        bx = _vector(x) * self.beta
+        x, shape = _saved_vector(self)
+        bx = x * self.beta
         grad = _vector(grad)
         out = grad * _array_sigmoid(bx)
         return _set_where(out, bx > self.threshold, grad).reshape(shape)
@@ -652,11 +651,8 @@ class MishBackward0(Op):
     @host.errstate(invalid="ignore", over="ignore")  # inf * 0 is nan, as in torch: quietly
     def raw_backward(self, grad):
         # the rule above on arrays, in its order of operations (bit for bit)
-        (x,) = self.saved()
-        x = x._data
+        x, shape = _saved_vector(self)
         xp = xp_of(x)
-        shape = x.shape
-        x = _vector(x)
         t = _softplus_array(x, 1.0, 20.0)
         xp.tanh(t, out=t)
         u = x * _array_sigmoid(x)

@@ -9,13 +9,13 @@ instance_norm and local_response_norm, composites, are in ``nn.functional.normal
 from __future__ import annotations
 
 from .._backend import FLOAT_KINDS, HOST_ARRAYS, host, xp_of
+from .._backend.sums import sum_arrays as _sum_arrays
 from .._tensor import Size, Tensor, _make
 from ..autograd.grad_mode import enable_grad
 from ..autograd.grad_mode import state as _grad_state
 from ._op import Op, record_outputs
 from ._registry import register
 from .arithmetic import scalar_name
-from .reductions import _sum_arrays
 
 __all__ = ["batch_norm", "group_norm", "layer_norm"]
 
