@@ -431,3 +431,39 @@ def test_mv_gradients_match_torch(torch, dtype, wanted, through_sum):
             assert got is None
         else:
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)
+
+
+# --------------------------------------------------------------------------- expand_array
+
+@pytest.mark.parametrize("src,shape", [((), (64, 10)), ((1, 10), (64, 10)), ((3, 1), (3, 5)),
+                                       ((), (0, 4)), ((), (128, 128)), ((), (129, 128)),
+                                       ((1,), (40000,))])
+def test_expand_array_is_broadcast_to_written_out_when_small(src, shape):
+    """``expand_array`` gives ``broadcast_to``'s values bit for bit (nan, -0.0 and inf too);
+    up to 16,384 elements as a new contiguous, writable array, beyond that as the read-only
+    broadcast view (no copy)."""
+    import ember._backend as backend
+
+    values = np.array([np.nan, -0.0, np.inf, 1.5, -2.0, 3.0, 7.0, 0.25, 9.0, -1.0], np.float32)
+    a = values[:int(np.prod(src))].reshape(src)
+    got = backend.expand_array(a, shape)
+    want = np.broadcast_to(a, shape)
+    assert got.shape == shape and got.dtype == a.dtype
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+    small = int(np.prod(shape)) <= 16384
+    assert got.flags.c_contiguous == small or got.size == 0
+    assert got.flags.writeable == small
+    assert np.shares_memory(got, a) == (not small and got.size > 0)
+
+
+def test_sum_and_mean_gradients_of_a_small_leaf_accumulate():
+    """``x.sum()``'s gradient (written out, no longer a broadcast view) becomes a writable
+    ``x.grad``; ``mean``'s backward then adds into that same tensor, as torch."""
+    x = ember.zeros(64, 10, requires_grad=True)
+    x.sum().backward()
+    g = x.grad
+    assert g.shape == (64, 10) and bool((g == 1).all())
+    assert g._data.flags.writeable and g._data.flags.c_contiguous
+    x.mean().backward()
+    assert x.grad is g
+    np.testing.assert_array_equal(g.cpu().numpy(), np.full((64, 10), 1 + 1 / 640, np.float32))

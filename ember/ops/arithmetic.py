@@ -380,6 +380,10 @@ class PowBackward0(Op):
         if isinstance(exponent, float) and a.dtype.kind not in FLOAT_KINDS and \
                 a.dtype.kind != "c":
             a = a.astype(_dt.get_default_dtype().np)
+        if type(exponent) is int and exponent >= 0:
+            # neither 0 ** negative nor (negative) ** fraction to silence: no errstate
+            # (a context manager of ~1.1 µs, on a ~0.5 µs square of 640 elements)
+            return a ** exponent
         with host.errstate(divide="ignore", invalid="ignore"):
             return a ** exponent
 
@@ -404,6 +408,8 @@ class PowBackward0(Op):
             return self.tensor_backward(grad)
         if e == 0:
             return grad * 0
+        if e == 2:  # 2 * a ** 1 is a + a, bit for bit: one pass less
+            return grad * (a + a)
         if type(e) is int and e > 0:  # no 0 ** negative nor (negative) ** fraction to silence
             return grad * (a ** (e - 1) * e)
         with host.errstate(divide="ignore", invalid="ignore"):

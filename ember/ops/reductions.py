@@ -13,7 +13,7 @@ import warnings
 from collections import namedtuple
 from itertools import pairwise
 
-from .._backend import FLOAT_KINDS, host, xp_of
+from .._backend import FLOAT_KINDS, expand_array, host, xp_of
 from .._backend import dtypes as _dt
 from .._backend.sums import blas_sum as _blas_sum
 from .._backend.sums import blas_sum_squares as _blas_sum_squares
@@ -75,7 +75,7 @@ def _raw_expand_back(grad, shape: tuple, dims, keepdim: bool):
         for d in dims:
             kept[d] = 1
         grad = grad.reshape(kept)
-    return xp_of(grad).broadcast_to(grad, shape)
+    return expand_array(grad, shape)
 
 
 def _raw_div_count(grad, n: int):
@@ -107,7 +107,7 @@ class SumBackward0(Op):
         return grad.expand(self.shape)
 
     def raw_backward(self, grad):
-        return xp_of(grad).broadcast_to(grad, self.shape)
+        return expand_array(grad, self.shape)
 
 
 class SumBackward1(Op):
@@ -163,7 +163,7 @@ class MeanBackward0(Op):
         for s in self.shape:
             n *= s
         grad = _raw_div_count(grad, n)
-        return xp_of(grad).broadcast_to(grad, self.shape)
+        return expand_array(grad, self.shape)
 
 
 class MeanBackward1(Op):
