@@ -467,3 +467,57 @@ def test_sum_and_mean_gradients_of_a_small_leaf_accumulate():
     x.mean().backward()
     assert x.grad is g
     np.testing.assert_array_equal(g.cpu().numpy(), np.full((64, 10), 1 + 1 / 640, np.float32))
+
+
+# --------------------------------------------------------------------------- errstate
+
+def test_errstate_classes_ignore_their_errors_and_keep_the_callers_others():
+    """``ignore_divide_invalid()`` and the rest are ``numpy.errstate(...="ignore")``: inside,
+    those errors pass quietly even under ``seterr(all="raise")``, the caller's settings for
+    the other errors stay, and the state comes back on leaving, also after an exception."""
+    from ember._backend import errstate
+
+    one, zero, big = np.float64(1.0), np.float64(0.0), np.float64(1e308)
+    with np.errstate(all="raise"):
+        before = np.geterr()
+        with errstate.ignore_divide_invalid():
+            assert np.isinf(one / zero) and np.isnan(zero / zero)
+            with pytest.raises(FloatingPointError, match="overflow"):
+                big * big  # over: still the caller's "raise"
+            with errstate.ignore_over():  # nested: adds to the enclosing state
+                assert np.isinf(big * big) and np.isinf(one / zero)
+            with pytest.raises(FloatingPointError):
+                big * big
+        assert np.geterr() == before
+        with pytest.raises(FloatingPointError):
+            one / zero
+        with pytest.raises(KeyError), errstate.ignore_all():
+            raise KeyError
+        assert np.geterr() == before
+        for name in ("all", "divide", "divide_invalid", "divide_over", "divide_invalid_over",
+                     "invalid", "invalid_over", "over", "under"):
+            with getattr(errstate, f"ignore_{name}")():
+                state = np.geterr()
+            want = {k: "ignore" if name == "all" or k in name.split("_") else "raise"
+                    for k in before}
+            assert state == want, name
+
+
+def test_errstate_quietly_decorates_and_ops_stay_quiet_under_raise():
+    """``quietly`` runs a function inside the state; ember's ops that expect 0/0 and log(0)
+    give torch's inf/nan under a user's ``seterr(all="raise")``."""
+    from ember._backend.errstate import ignore_divide, quietly
+
+    @quietly(ignore_divide)
+    def reciprocal(x):
+        return 1.0 / x
+
+    with np.errstate(all="raise"):
+        assert np.isinf(reciprocal(np.float64(0.0)))
+        with pytest.raises(FloatingPointError):
+            np.float64(1.0) / np.float64(0.0)
+        q = ember.tensor([1.0, 0.0, -1.0]) / ember.tensor([0.0, 0.0, 0.0])
+        assert q.tolist()[0] == float("inf") and q.tolist()[2] == float("-inf")
+        assert np.isnan(q.tolist()[1])
+        assert ember.log(ember.tensor([0.0])).item() == float("-inf")
+        assert np.isnan(ember.sqrt(ember.tensor([-1.0])).item())

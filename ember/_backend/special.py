@@ -31,6 +31,15 @@ import functools
 import math
 
 from . import device_of, host, to_device_array, to_host, xp_of
+from .errstate import (
+    ignore_all,
+    ignore_divide,
+    ignore_divide_invalid,
+    ignore_divide_over,
+    ignore_invalid,
+    ignore_invalid_over,
+    ignore_over,
+)
 
 _INF = math.inf
 _NAN = math.nan
@@ -47,7 +56,7 @@ def _exp_square(x, sign: float = 1.0):
     xp = xp_of(x)
     head = (x.view(host.int64) & ~((1 << 27) - 1)).view(host.float64)
     tail = x - head
-    with host.errstate(over="ignore", invalid="ignore"):
+    with ignore_invalid_over():
         out = xp.exp(sign * head * head) * xp.exp(sign * tail * (x + head))
     # past 1e154 (inf included) x*x overflows: exp(+inf) or exp(-inf), not inf * 0
     return xp.where(xp.abs(x) > 1e154, _INF if sign > 0 else 0.0, out)
@@ -75,7 +84,7 @@ def _zeta_positive(s, q):
     (the asymptotic tail diverges if summed on regardless).
     """
     xp = xp_of(s)
-    with host.errstate(all="ignore"):
+    with ignore_all():
         total = xp.power(q, -s)
         done = xp.zeros(s.shape, dtype=bool)
         steps = xp.fmax(9.0, xp.floor(9.0 - q) + 1.0)  # Cephes: i < 9 or a <= 9
@@ -115,7 +124,7 @@ def zeta(s, q):
     xp = xp_of(s, q)
     s, q = xp.broadcast_arrays(s, q)
     out = xp.full(s.shape, _NAN)
-    with host.errstate(invalid="ignore"):
+    with ignore_invalid():
         pole = (s == 1.0) | ((q <= 0) & (q == xp.floor(q)))
         nan = (s < 1.0) | ((q <= 0) & (s != xp.floor(s)))
         regular = ~pole & ~nan
@@ -135,7 +144,7 @@ def _zeta_negative_q(s, q):
     xp = xp_of(s)
     m = xp.ceil(-q)
     out = xp.empty_like(s)
-    with host.errstate(all="ignore"):
+    with ignore_all():
         tail = _zeta_positive(s, q + m)
         near = m <= 64
         if near.any():
@@ -191,7 +200,7 @@ def _shifted(x, low: float):
 
 def _lgamma_stirling(x):
     xp = xp_of(x)
-    with host.errstate(over="ignore", invalid="ignore"):
+    with ignore_invalid_over():
         r = 1.0 / (x * x)
         series = xp.zeros_like(x)
         for coef in reversed(_STIRLING):
@@ -217,7 +226,7 @@ def _lgamma_positive(x):
         for j in range(1, steps + 1):  # Gamma(v) = Gamma(u) (v-1)...(u), or / v (v+1)...(u-1)
             prod = xp.where(shift >= j, prod * (v - j), prod)
             prod = xp.where(-shift >= j, prod * (v + (j - 1)), prod)
-        with host.errstate(divide="ignore"):
+        with ignore_divide():
             logprod = xp.log(prod)
         c = _zeta_minus_one()
         acc = xp.zeros_like(z)
@@ -239,7 +248,7 @@ def lgamma(x):
     lgamma(x) = log(pi / |sin(pi x)|) - lgamma(1 - x)."""
     xp = xp_of(x)
     out = xp.full(x.shape, _NAN)
-    with host.errstate(invalid="ignore"):
+    with ignore_invalid():
         inf = xp.isinf(x) | ((x <= 0) & (x == xp.floor(x)))
         pos = (x > 0) & ~inf
         neg = (x < 0) & ~inf
@@ -247,7 +256,7 @@ def lgamma(x):
     _apply(out, pos, _lgamma_positive, x)
 
     def reflect(v):
-        with host.errstate(divide="ignore"):
+        with ignore_divide():
             return xp.log(math.pi / _sinpi_abs(v)) - _lgamma_positive(1.0 - v)
 
     _apply(out, neg, reflect, x)
@@ -256,7 +265,7 @@ def lgamma(x):
 
 def _digamma_asymptotic(x):
     xp = xp_of(x)
-    with host.errstate(over="ignore"):
+    with ignore_over():
         r = 1.0 / (x * x)
         series = xp.zeros_like(x)
         for coef in reversed(_DIGAMMA_ASYMPTOTIC):
@@ -278,7 +287,7 @@ def _digamma_positive(x):
         shift, steps = _shifted(v, _PSI_ROOT_HI - 0.5)
         z = ((v - shift) - _PSI_ROOT_HI) - _PSI_ROOT_LO
         acc = xp.zeros_like(v)
-        with host.errstate(divide="ignore", over="ignore"):
+        with ignore_divide_over():
             for j in range(1, steps + 1):  # psi(v) = psi(u) + 1/(v-1) + ... + 1/u, or minus
                 acc = xp.where(shift >= j, acc + 1.0 / (v - j), acc)
                 acc = xp.where(-shift >= j, acc - 1.0 / (v + (j - 1)), acc)
@@ -295,7 +304,7 @@ def digamma(x):
     non-integers by reflection, psi(x) = psi(1 - x) - pi / tan(pi frac(x))."""
     xp = xp_of(x)
     out = xp.full(x.shape, _NAN)
-    with host.errstate(invalid="ignore"):
+    with ignore_invalid():
         zero = x == 0
         pos = (x > 0) & ~xp.isinf(x)
         neg = (x < 0) & (x != xp.trunc(x))
@@ -327,7 +336,7 @@ def polygamma(n: int, x):
         fact = float(math.factorial(n))
     except OverflowError:
         fact = _INF
-    with host.errstate(invalid="ignore", over="ignore"):
+    with ignore_invalid_over():
         out = (1.0 if n % 2 else -1.0) * fact * z
     if n == 1:
         out = xp.where(x == _INF, 0.0, xp.where(x == -_INF, _NAN, out))
@@ -355,7 +364,7 @@ def _erfcx_small(x):
 def _erfcx_fraction(x, depth: int):
     """erfcx(x) = 1 / (sqrt(pi) (x + (1/2) / (x + 1 / (x + (3/2) / (x + ...))))), x >= 1."""
     t = x.copy()
-    with host.errstate(invalid="ignore"):
+    with ignore_invalid():
         for k in range(depth, 0, -1):
             t = x + (0.5 * k) / t
     return 1.0 / (_SQRT_PI * t)
@@ -377,13 +386,13 @@ def erfcx(x):
     erfcx(-x) for x < 0 (overflowing to inf below -26.6), 0 at inf, NaN for NaN."""
     xp = xp_of(x)
     out = xp.full(x.shape, _NAN)
-    with host.errstate(invalid="ignore"):
+    with ignore_invalid():
         nonneg = x >= 0
         neg = x < 0
     _apply(out, nonneg, _erfcx_nonneg, x)
 
     def reflect(v):
-        with host.errstate(over="ignore", invalid="ignore"):
+        with ignore_invalid_over():
             e = _exp_square(v)
             return xp.where(xp.isinf(e), _INF, 2.0 * e - _erfcx_nonneg(-v))
 
@@ -397,7 +406,7 @@ def _normal_tail(x):
     one ulp of x moves the tail by x**2 ulp."""
     xp = xp_of(x)
     ax = xp.abs(x)
-    with host.errstate(invalid="ignore", over="ignore"):
+    with ignore_invalid_over():
         scaled = _erfcx_nonneg(xp.where(xp.isnan(ax), 0.0, ax) * (1.0 / math.sqrt(2.0)))
         return xp.where(xp.isnan(x), _NAN, 0.5 * _exp_square(ax, -0.5) * scaled)
 
@@ -415,11 +424,11 @@ def log_ndtr(x):
     t = -x / sqrt 2, log(erfcx(t) / 2) - x**2 / 2 below -1, else log1p(-ndtr(-x))."""
     xp = xp_of(x)
     out = xp.full(x.shape, _NAN)
-    with host.errstate(invalid="ignore"):
+    with ignore_invalid():
         left = x < -1.0
         mid = (x >= -1.0) & (x < 0)
         right = x >= 0
-    with host.errstate(divide="ignore", over="ignore"):
+    with ignore_divide_over():
         _apply(out, left, lambda v: xp.log(
             _erfcx_nonneg(v * (-1.0 / math.sqrt(2.0))) / 2.0) - v * v * 0.5, x)
         _apply(out, mid, lambda v: xp.log(_normal_tail(v)), x)
@@ -433,7 +442,7 @@ def log_ndtr(x):
 def entr(x):
     """Elementwise entropy -x log(x), as torch: 0 at 0, -inf for x < 0, NaN for NaN."""
     xp = xp_of(x)
-    with host.errstate(divide="ignore", invalid="ignore"):
+    with ignore_divide_invalid():
         out = -x * xp.log(x)
         out = xp.where(x == 0, 0.0, out)
         return xp.where(x < 0, -_INF, out)
@@ -442,7 +451,7 @@ def entr(x):
 def xlog1py(x, y):
     """x * log1p(y), 0 where x == 0 (unless y is NaN), as torch's ``special.xlog1py``."""
     xp = xp_of(x, y)
-    with host.errstate(divide="ignore", invalid="ignore"):
+    with ignore_divide_invalid():
         out = x * xp.log1p(y)
     return xp.where((x == 0) & ~xp.isnan(y), xp.zeros((), out.dtype), out)
 
@@ -482,7 +491,7 @@ def _bessel_i_scaled_asymptotic(ax, order: int):
     acc = xp.zeros_like(ax)
     for c in reversed(_hankel_coefficients(order)):
         acc = acc * r + c
-    with host.errstate(invalid="ignore"):
+    with ignore_invalid():
         return acc / xp.sqrt(2.0 * math.pi * ax)
 
 
@@ -495,7 +504,7 @@ def bessel_i(x, order: int, scaled: bool):
     xp = xp_of(x)
     ax = xp.abs(x)
     out = xp.full(x.shape, _NAN)
-    with host.errstate(invalid="ignore"):
+    with ignore_invalid():
         small = ax <= _BESSEL_SPLIT
         large = ax > _BESSEL_SPLIT
 
@@ -507,7 +516,7 @@ def bessel_i(x, order: int, scaled: bool):
         s = _bessel_i_scaled_asymptotic(v, order)
         if scaled:
             return s
-        with host.errstate(over="ignore", invalid="ignore"):
+        with ignore_invalid_over():
             return xp.exp(v) * s
 
     _apply(out, small, series, ax)
@@ -520,7 +529,7 @@ def bessel_i(x, order: int, scaled: bool):
 def spherical_bessel_j0(x):
     """sin(x) / x, 1 at 0 and 0 at +-inf (torch's ``special.spherical_bessel_j0``)."""
     xp = xp_of(x)
-    with host.errstate(invalid="ignore", divide="ignore"):
+    with ignore_divide_invalid():
         out = xp.sin(x) / x
     out = xp.where(x == 0, 1.0, out)
     return xp.where(xp.isinf(x), 0.0, out)
@@ -545,7 +554,7 @@ def _through_scipy(name: str, fn, *arrays):
     (an explicit copy when they live on another backend, as ``.get()`` makes)."""
     sp = _scipy_special(name)
     host_arrays = [to_host(a) for a in arrays]
-    with host.errstate(all="ignore"):
+    with ignore_all():
         out = host.asarray(fn(sp, *host_arrays), dtype=host.float64)
     return to_device_array(out, device_of(arrays[0]))
 
@@ -616,7 +625,7 @@ def _degree(n):
     """torch's ``static_cast<int64_t>(n)``: truncated; NaN and values past int64 become its
     minimum (x86's conversion result), so they give the n < 0 value, 0."""
     xp = xp_of(n)
-    with host.errstate(invalid="ignore"):
+    with ignore_invalid():
         valid = xp.isfinite(n) & (xp.abs(n) < 2.0 ** 63)
     return xp.trunc(xp.where(valid, n, -1.0))
 
@@ -629,7 +638,7 @@ def _recurrence(first, step, k, active):
     q = first
     out = xp.where(k == 1, first, p)
     top = int(k[active].max()) if active.any() else 0
-    with host.errstate(all="ignore"):
+    with ignore_all():
         for j in range(2, top + 1):
             p, q = q, step(j, q, p)
             out = xp.where(k == j, q, out)
@@ -645,7 +654,7 @@ def _chebyshev(kind: str, y, k, threshold: int, shifted: bool):
     even = xp.fmod(k, 2.0) == 0
     odd_sign = xp.where(even, 1.0, -1.0)
     trig = (k > threshold) & (xp.abs(y) < 1.0)
-    with host.errstate(all="ignore"):
+    with ignore_all():
         theta = xp.arccos(xp.where(trig, y, 0.0))
         if kind == "t":
             edge = xp.where(y > 0, 1.0, odd_sign)
@@ -684,7 +693,7 @@ def orthogonal_polynomial(kind: str, x, n):
     x, n = xp.broadcast_arrays(x, n)
     k = _degree(n)
     family, _, letter = kind.rpartition("_")
-    with host.errstate(all="ignore"):
+    with ignore_all():
         if family == "chebyshev":
             out = _chebyshev(letter, x, k, _CHEBYSHEV[letter], False)
         elif family == "shifted_chebyshev":

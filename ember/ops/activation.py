@@ -18,6 +18,13 @@ import warnings
 from .. import random as _random
 from .._backend import FLOAT_KINDS, host, is_array, ndarray, xp_of
 from .._backend import dtypes as _dt
+from .._backend.errstate import (
+    ignore_divide_invalid,
+    ignore_invalid,
+    ignore_invalid_over,
+    ignore_over,
+    quietly,
+)
 from .._tensor import Tensor, _make, _wrap_dim
 from ._op import Op, apply1
 from ._registry import register
@@ -395,7 +402,7 @@ def _normal_cdf(x):
     return xp.clip(r, 0.0, 1.0, out=r)  # (an ulp past 0 or 1 near the bound)
 
 
-@host.errstate(invalid="ignore", over="ignore")  # inf * 0 is nan, as in torch: quietly
+@quietly(ignore_invalid_over)  # inf * 0 is nan, as in torch: quietly
 def _gelu_grad(g, x, approximate: str):
     """torch's gelu_backward on arrays: g * (Phi(x) + x * phi(x)), or the derivative of the
     tanh form (in float32 for float16 and bfloat16, as torch's CPU kernels)."""
@@ -442,7 +449,7 @@ class GeluBackward0(Op):
     __slots__ = ("approximate",)
     save_inputs = (0,)
 
-    @host.errstate(invalid="ignore", over="ignore")  # inf * 0 is nan, as in torch: quietly
+    @quietly(ignore_invalid_over)  # inf * 0 is nan, as in torch: quietly
     def forward(self, a, approximate):
         xp = xp_of(a)
         self.approximate = approximate
@@ -519,7 +526,7 @@ def _array_sigmoid(a: ndarray) -> ndarray:
     4.8 ms in NumPy's logaddexp."""
     xp = xp_of(a)
     e = xp.negative(a, out=xp.empty_like(a))
-    with host.errstate(over="ignore"):
+    with ignore_over():
         xp.exp(e, out=e)
     e += 1
     return xp.reciprocal(e, out=e)
@@ -532,11 +539,11 @@ class SiluBackward0(Op):
     __slots__ = ()
     save_inputs = (0,)
 
-    @host.errstate(invalid="ignore", over="ignore")  # inf * 0 is nan, as in torch: quietly
+    @quietly(ignore_invalid_over)  # inf * 0 is nan, as in torch: quietly
     def forward(self, a):
         xp = xp_of(a)
         e = xp.negative(a, out=xp.empty_like(a))
-        with host.errstate(over="ignore"):
+        with ignore_over():
             xp.exp(e, out=e)
         e += 1
         return xp.divide(a, e, out=e)
@@ -546,7 +553,7 @@ class SiluBackward0(Op):
         s = sigmoid(x)
         return grad * (s * (x * (1.0 - s) + 1.0))
 
-    @host.errstate(invalid="ignore", over="ignore")  # inf * 0 is nan, as in torch: quietly
+    @quietly(ignore_invalid_over)  # inf * 0 is nan, as in torch: quietly
     def raw_backward(self, grad):
         # the rule above on arrays, in its order of operations (bit for bit)
         x, shape = _saved_vector(self)
@@ -584,7 +591,7 @@ def _softplus_array(a: ndarray, beta, threshold) -> ndarray:
     a = _vector(a)
     bx = a * beta if beta != 1 else a
     out = xp.clip(bx, None, threshold)
-    with host.errstate(over="ignore"):
+    with ignore_over():
         xp.exp(out, out=out)
     xp.log1p(out, out=out)
     if beta != 1:
@@ -633,10 +640,10 @@ class MishBackward0(Op):
     __slots__ = ()
     save_inputs = (0,)
 
-    @host.errstate(invalid="ignore", over="ignore")  # inf * 0 is nan, as in torch: quietly
+    @quietly(ignore_invalid_over)  # inf * 0 is nan, as in torch: quietly
     def forward(self, a):
         xp = xp_of(a)
-        with host.errstate(over="ignore"):
+        with ignore_over():
             t = xp.exp(a, out=xp.empty_like(a))
         xp.log1p(t, out=t)
         xp.tanh(t, out=t)
@@ -648,7 +655,7 @@ class MishBackward0(Op):
         t = tanh(apply1(SoftplusBackward0, x, 1.0, 20.0))
         return grad * (t + x * sigmoid(x) * (1.0 - t * t))
 
-    @host.errstate(invalid="ignore", over="ignore")  # inf * 0 is nan, as in torch: quietly
+    @quietly(ignore_invalid_over)  # inf * 0 is nan, as in torch: quietly
     def raw_backward(self, grad):
         # the rule above on arrays, in its order of operations (bit for bit)
         x, shape = _saved_vector(self)
@@ -744,7 +751,7 @@ class HardswishBackward0(Op):
     __slots__ = ()
     save_inputs = (0,)
 
-    @host.errstate(invalid="ignore", over="ignore")  # inf * 0 is nan, as in torch: quietly
+    @quietly(ignore_invalid_over)  # inf * 0 is nan, as in torch: quietly
     def forward(self, a):
         xp = xp_of(a)
         t = xp.add(a, 3, out=xp.empty_like(a))
@@ -780,7 +787,7 @@ class SoftshrinkBackward0(Op):
     __slots__ = ("lambd",)
     save_inputs = (0,)
 
-    @host.errstate(invalid="ignore")  # inf * 0 is nan (a value not taken): quietly
+    @quietly(ignore_invalid)  # inf * 0 is nan (a value not taken): quietly
     def forward(self, a, lambd):
         self.lambd = lambd
         # torch's kernel: a - l above l, a + l below -l, else a * 0 (nan for nan)
@@ -938,7 +945,7 @@ class SoftmaxBackward0(Op):
         # (the ufuncs' own reductions: ``xp.max``/``xp.sum`` are the same loops behind a
         # Python wrapper, ~2 µs a call). NOTE: one full-size buffer, every step in place; the
         # five passes are the cost: (256, 512) float32 ~170 µs, ~25 each and exp 60 (torch 80)
-        with host.errstate(invalid="ignore"):
+        with ignore_invalid():
             e = xp.subtract(x, xp.maximum.reduce(x, axis=ax, keepdims=True),
                             out=xp.empty_like(x))
             xp.exp(e, out=e)
@@ -977,7 +984,7 @@ class LogSoftmaxBackward0(Op):
         x, ax = _reduce_axis(a, dim)
         # (the shifted input becomes the result in place: one full-size temporary less, and
         # the same bits as ``shifted - log(sum(exp(shifted)))``)
-        with host.errstate(invalid="ignore", divide="ignore"):
+        with ignore_divide_invalid():
             out = x - xp.maximum.reduce(x, axis=ax, keepdims=True)
             lse = xp.add.reduce(xp.exp(out), axis=ax, keepdims=True)
             out -= xp.log(lse, out=lse)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from .._backend import FLOAT_KINDS, HOST_ARRAYS, host, xp_of
 from .._backend import dtypes as _dt
+from .._backend.errstate import ignore_invalid
 from .._tensor import Tensor, _make
 from ._op import BinaryOp, Op, apply1, broadcast_error, promote
 from ._registry import register
@@ -237,7 +238,7 @@ class FmaxBackward0(BinaryOp):
 
     def backward(self, grad):
         a, b = self.saved()
-        with host.errstate(invalid="ignore"):
+        with ignore_invalid():
             first = (a._data >= b._data) | xp_of(b._data).isnan(b._data)
         return _split(grad, first)
 
@@ -253,7 +254,7 @@ class FminBackward0(BinaryOp):
 
     def backward(self, grad):
         a, b = self.saved()
-        with host.errstate(invalid="ignore"):
+        with ignore_invalid():
             first = (a._data <= b._data) | xp_of(b._data).isnan(b._data)
         return _split(grad, first)
 

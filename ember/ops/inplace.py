@@ -93,7 +93,8 @@ def direct_binary(ufunc, keyword: str | None = None, default=None, errstate=None
     """The direct kernel of ``self <op>= other`` by ``ufunc``: a floating CPU tensor and an
     operand of its own dtype (a tensor, or a Python float or int, which NumPy 2 keeps weak as
     torch does), ``keyword`` (alpha, rounding_mode) absent or at its default. Bit for bit the
-    general way's values: the same ufunc on the same operands, into another array."""
+    general way's values: the same ufunc on the same operands, into another array.
+    ``errstate``: a class of ``_backend.errstate`` the ufunc runs in (None: none)."""
 
     def kernel(self: Tensor, other, *rest, **kwargs) -> bool:
         data = self._data
@@ -117,7 +118,7 @@ def direct_binary(ufunc, keyword: str | None = None, default=None, errstate=None
             if errstate is None:
                 ufunc(data, operand, out=data)
             else:
-                with host.errstate(**errstate):
+                with errstate():
                     ufunc(data, operand, out=data)
         except ValueError:  # not broadcastable to self's shape, or read-only: the general way
             return False    # raises torch's error for it

@@ -15,6 +15,12 @@ import warnings
 
 from .._backend import HOST_ARRAYS, host, ndarray, weak_scalar, xp_of
 from .._backend import dtypes as _dt
+from .._backend.errstate import (
+    ignore_divide_invalid,
+    ignore_divide_invalid_over,
+    ignore_divide_over,
+    ignore_under,
+)
 from .._backend.sums import BLAS_MIN as _BLAS_MIN
 from .._backend.sums import BLOCK as _BLOCK
 from .._backend.sums import blas_sum as _blas_sum
@@ -89,7 +95,7 @@ def _reduce_array(loss: ndarray, reduction: str) -> ndarray:
         total = loss.sum()
     if reduction == "sum":
         return total
-    with host.errstate(invalid="ignore", divide="ignore"):
+    with ignore_divide_invalid():
         return total / loss.size if loss.size else total * math.nan
 
 
@@ -143,7 +149,7 @@ class DivBackward1(Op):
 
     def forward(self, a, other):
         self.other = other
-        with host.errstate(invalid="ignore", divide="ignore"):
+        with ignore_divide_invalid():
             return xp_of(a).asarray(a / other, dtype=a.dtype)
 
     def backward(self, grad):
@@ -286,7 +292,7 @@ class _HuberLike(_PointwiseLoss):
         if self.reduction == "mean" and n:
             grad = grad * weak_scalar(1.0 / n, grad.dtype)
         if self.scaled:
-            with host.errstate(divide="ignore", over="ignore"):  # (a tiny beta: inf, clipped)
+            with ignore_divide_over():  # (a tiny beta: inf, clipped)
                 da /= self.param
             host.clip(da, -1, 1, out=da)
         else:
@@ -305,7 +311,7 @@ class SmoothL1LossBackward0(_HuberLike):
     def loss(self, d, beta):
         if beta < _TINY_BETA:  # (beta |d| would be subnormal in float32, or beta round to 0)
             ad = abs(d)
-            with host.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            with ignore_divide_invalid_over():
                 return xp_of(d).where(ad < beta, 0.5 * d * d / beta, ad - 0.5 * beta)
         loss = _huber(d, beta)
         if beta == 1.0:  # (/ 1 changes no bits)
@@ -485,7 +491,7 @@ class NllLossBackward0(Op):
             self.coef = -w
             return total
         wsum = xp.add.reduce(w, axis=None)
-        with host.errstate(invalid="ignore", divide="ignore"):
+        with ignore_divide_invalid():
             coef = -w / wsum
             self.coef = coef if every else xp.where(valid, coef, 0).astype(a.dtype)
             return xp.asarray(total / wsum, dtype=a.dtype)
@@ -662,7 +668,7 @@ class BinaryCrossEntropyBackward0(Op):
     def forward(self, x, t, weight, reduction):
         self.reduction, self.weight = reduction, weight
         xp = xp_of(x)
-        with host.errstate(divide="ignore", invalid="ignore"):
+        with ignore_divide_invalid():
             lx = xp.maximum(xp.log(x), -100)
             l1x = xp.maximum(xp.log1p(-x), -100)
         loss = -(t * lx + (1 - t) * l1x)
@@ -725,7 +731,7 @@ def _softplus_parts(x):
     if type(x) in HOST_ARRAYS and x.ndim:  # (0-d: NumPy's ufuncs give scalars, with no out=)
         ax = host.abs(x)
         e = host.negative(ax)
-        with host.errstate(under="ignore"):
+        with ignore_under():
             host.exp(e, out=e)
         return ax, host.log1p(e, out=e)
     xp = xp_of(x)

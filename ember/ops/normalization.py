@@ -9,6 +9,7 @@ instance_norm and local_response_norm, composites, are in ``nn.functional.normal
 from __future__ import annotations
 
 from .._backend import FLOAT_KINDS, HOST_ARRAYS, host, xp_of
+from .._backend.errstate import ignore_divide_invalid
 from .._backend.sums import sum_arrays as _sum_arrays
 from .._tensor import Size, Tensor, _make
 from ..autograd.grad_mode import enable_grad
@@ -104,7 +105,7 @@ def _row_moments(x2, eps: float):
     """(xc, mean, rstd) of the rows of the 2-D array ``x2``: the centred rows, their mean and
     1 / sqrt(biased variance + eps), two passes (no cancellation, as torch's Welford)."""
     n = x2.shape[1]
-    with host.errstate(divide="ignore", invalid="ignore"):  # (empty rows: nan, as torch)
+    with ignore_divide_invalid():  # (empty rows: nan, as torch)
         mean = _sum_arrays(x2, (1,), False) / n
         xc = x2 - mean[:, None]
         rstd = 1.0 / xp_of(x2).sqrt(_row_dot(xc, xc) / n + eps)
@@ -116,7 +117,7 @@ def _dx_coefs(n: int, mean, rstd, gsum, gxsum):
     (x - mean) * rstd for the upstream g (already times the weight): rstd (g - mean(g) - xhat
     mean(g xhat)) written in x, as torch's kernel does; ``gsum``, ``gxsum``: sum(g), sum(g x)
     over each row of ``n``."""
-    with host.errstate(divide="ignore", invalid="ignore"):
+    with ignore_divide_invalid():
         mg = gsum / n
         mgx = rstd * (gxsum / n - mean * mg)  # mean(g xhat)
         b = -rstd * rstd * mgx

@@ -15,6 +15,7 @@ from itertools import pairwise
 
 from .._backend import FLOAT_KINDS, expand_array, host, xp_of
 from .._backend import dtypes as _dt
+from .._backend.errstate import ignore_divide_invalid, ignore_invalid
 from .._backend.sums import blas_sum as _blas_sum
 from .._backend.sums import blas_sum_squares as _blas_sum_squares
 from .._backend.sums import sum_arrays as _sum_arrays
@@ -82,7 +83,7 @@ def _raw_div_count(grad, n: int):
     """``grad / n`` as the Tensor rule computes it (an empty input gives 0 / 0 = nan)."""
     if n:
         return grad / n
-    with host.errstate(divide="ignore", invalid="ignore"):
+    with ignore_divide_invalid():
         return grad / n
 
 
@@ -175,7 +176,7 @@ class MeanBackward1(Op):
     def forward(self, a, dims, keepdim):
         self.shape, self.dims, self.keepdim = a.shape, dims, keepdim
         if not a.size:  # NumPy warns "Mean of empty slice"; torch quietly gives nan
-            with host.errstate(invalid="ignore"):
+            with ignore_invalid():
                 return a.sum(axis=dims, keepdims=keepdim) / 0
         if a.dtype.kind == "V":  # bfloat16: accumulate in float32, as torch
             return a.mean(axis=dims, keepdims=keepdim, dtype=host.float32).astype(a.dtype)
@@ -581,7 +582,7 @@ def _var_arrays(a, dims, correction, keepdim: bool, name: str):
     """(var, mean) of the array ``a`` over ``dims`` with torch's degrees of freedom and warning."""
     mean = a.sum(axis=dims, keepdims=True)
     n = a.size // builtins.max(mean.size, 1)
-    with host.errstate(invalid="ignore", divide="ignore"):
+    with ignore_divide_invalid():
         mean = mean / n if n else mean * math.nan
         dev = a - mean
         dof = n - correction
@@ -600,7 +601,7 @@ def _var_grad(grad: Tensor, x: Tensor, dims, keepdim: bool, dof) -> Tensor:
     g = _expand_back(grad, x.shape, dims, keepdim)
     if dof > 0:
         return g * (2.0 / dof) * (x - x.mean(dims, keepdim=True))
-    with host.errstate(invalid="ignore"):  # torch's 2 / 0 = inf, times 0 deviations: NaN
+    with ignore_invalid():  # torch's 2 / 0 = inf, times 0 deviations: NaN
         return g * float("inf") * (x - x.mean(dims, keepdim=True))
 
 
@@ -753,7 +754,7 @@ class LogsumexpBackward0(Op):
         xp = xp_of(a)
         peak = a.max(axis=dims, keepdims=True, initial=-math.inf)
         peak = xp.where(xp.isfinite(peak), peak, 0).astype(a.dtype)
-        with host.errstate(divide="ignore", invalid="ignore"):
+        with ignore_divide_invalid():
             out = xp.log(xp.exp(a - peak).sum(axis=dims, keepdims=True)) + peak
         return out if keepdim else out.reshape(out.sum(axis=dims).shape)
 
@@ -761,7 +762,7 @@ class LogsumexpBackward0(Op):
         (x,) = self.saved()
         shape, dims, keepdim = x.shape, self.dims, self.keepdim
         out = _expand_back(self.saved_output(), shape, dims, keepdim)
-        with host.errstate(invalid="ignore"):  # inf - inf where the input holds +inf: NaN
+        with ignore_invalid():  # inf - inf where the input holds +inf: NaN
             return _expand_back(grad, shape, dims, keepdim) * (x - out).exp()
 
 
@@ -796,7 +797,7 @@ class NansumBackward0(Op):
     def backward(self, grad):
         (x,) = self.saved()
         g = _expand_back(grad, x.shape, self.dims, self.keepdim)
-        with host.errstate(invalid="ignore"):  # as torch: an infinite gradient times 0 is NaN
+        with ignore_invalid():  # as torch: an infinite gradient times 0 is NaN
             d = x._data
             return g * _make(~xp_of(d).isnan(d))
 

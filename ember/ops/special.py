@@ -19,6 +19,7 @@ import math
 from .._backend import FLOAT_KINDS, host, xp_of
 from .._backend import dtypes as _dt
 from .._backend import special as _k
+from .._backend.errstate import ignore_all, ignore_invalid
 from .._tensor import Tensor, _make
 from ._op import BinaryOp, Op, apply1, promote
 from ._registry import register
@@ -34,7 +35,7 @@ _TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
 def _in_float64(kernel, *arrays):
     """``kernel`` on float64 copies of ``arrays`` (of one floating dtype), rounded back."""
     dt = arrays[0].dtype
-    with host.errstate(all="ignore"):  # (overflow to inf is the answer, as torch gives it)
+    with ignore_all():  # (overflow to inf is the answer, as torch gives it)
         out = kernel(*[a.astype(host.float64, copy=False) for a in arrays])
         return out.astype(dt, copy=False)
 
@@ -535,7 +536,7 @@ class SpecialXlog1PyBackward2(Op):
 
 def _xlog1py_input_grad(grad: Tensor, a: Tensor, b, b_values) -> Tensor:
     g = xlog1py(grad, b)
-    with host.errstate(invalid="ignore"):
+    with ignore_invalid():
         x = a._data
         mask = (x == 0) & (xp_of(x).asarray(b_values) <= -1)
     return where(_make(mask), 0.0, g) if mask.any() else g
@@ -676,7 +677,7 @@ def _polynomial(kind: str):
         xp = xp_of(a, b)
         dt = a.dtype if isinstance(input, Tensor) else b.dtype
         a, b = (xp.asarray(v, dtype=host.float64) for v in (a, b))
-        with host.errstate(all="ignore"):
+        with ignore_all():
             result = _k.orthogonal_polynomial(kernel, a, b).astype(dt, copy=False)
         return _maybe_out(_make(result), out)
 

@@ -17,6 +17,14 @@ import math
 from .._backend import FLOAT_KINDS, HOST_ARRAYS, device_of, host, ndarray, weak_scalar, xp_of
 from .._backend import dtypes as _dt
 from .._backend.device import device, to_device
+from .._backend.errstate import (
+    ignore_all,
+    ignore_divide,
+    ignore_divide_invalid,
+    ignore_invalid,
+    ignore_invalid_over,
+    ignore_over,
+)
 from .._tensor import Tensor, _make
 from ._op import Op, apply1, unary_apply
 from ._registry import register
@@ -57,7 +65,7 @@ class LogBackward0(Op):
     complex_ok = True
 
     def forward(self, a):
-        with host.errstate(divide="ignore", invalid="ignore"):
+        with ignore_divide_invalid():
             return (host if type(a) is ndarray else xp_of(a)).log(a)
 
     def jvp(self, tangents, inputs, out):
@@ -70,7 +78,7 @@ class LogBackward0(Op):
     def raw_backward(self, grad):
         (a,) = self.saved()
         a = a._data
-        with host.errstate(divide="ignore", invalid="ignore"):
+        with ignore_divide_invalid():
             return grad / (a if a.dtype.kind != "c" else a.conj())
 
 
@@ -82,7 +90,7 @@ class SqrtBackward0(Op):
     complex_ok = True
 
     def forward(self, a):
-        with host.errstate(invalid="ignore"):
+        with ignore_invalid():
             return (host if type(a) is ndarray else xp_of(a)).sqrt(a)
 
     def jvp(self, tangents, inputs, out):
@@ -93,7 +101,7 @@ class SqrtBackward0(Op):
 
     def raw_backward(self, grad):
         y = self.saved_output_array()
-        with host.errstate(divide="ignore", invalid="ignore"):
+        with ignore_divide_invalid():
             return grad / ((y if y.dtype.kind != "c" else y.conj()) * 2)
 
 
@@ -170,7 +178,7 @@ class SigmoidBackward0(Op):
         # negative a, giving exactly 0 as torch does; 10x faster than masked two-branch forms
         xp = host if type(a) is ndarray else xp_of(a)
         e = xp.negative(a, out=xp.empty_like(a))
-        with host.errstate(over="ignore"):
+        with ignore_over():
             xp.exp(e, out=e)
         e += 1
         return xp.reciprocal(e, out=e)
@@ -294,7 +302,7 @@ class ReciprocalBackward0(Op):
     def forward(self, a):
         if a.dtype.kind not in FLOAT_KINDS:
             a = a.astype(_dt.get_default_dtype().np)
-        with host.errstate(divide="ignore"):
+        with ignore_divide():
             return xp_of(a).reciprocal(a)
 
     def backward(self, grad):
@@ -504,7 +512,7 @@ def _erf_erfc_everywhere(x, want_erfc: bool):
     xp = xp_of(x)
     flat = x.reshape(-1)
     ax = xp.abs(flat)
-    with host.errstate(all="ignore"):
+    with ignore_all():
         small = _horner(_ERF_SMALL, flat * flat) * flat
         if want_erfc:
             small = 1.0 - small
@@ -544,7 +552,7 @@ def _erfc_float32(a):
     xp = xp_of(a)
     x = a.astype(host.float64).reshape(-1)
     if _traced(a):  # (see ``_erf_erfc_everywhere``)
-        with host.errstate(all="ignore"):
+        with ignore_all():
             v = xp.clip(x, -4.0, 4.0)
             t = v * v
             low = 1.0 - _horner(_ERF_F32[0], t) / _horner(_ERF_F32[1], t) * v
@@ -591,7 +599,7 @@ def _float64_math(fn, a):
 def _erfinv64(y):
     xp = xp_of(y)
     ay = xp.abs(y)
-    with host.errstate(divide="ignore", invalid="ignore"):
+    with ignore_divide_invalid():
         # Winitzki: erfinv(y) ~ sqrt(sqrt(b^2 - l/a) - b), l = log(1 - y^2), b = 2/(pi a) + l/2
         a = 0.147
         ln = xp.log((1.0 - ay) * (1.0 + ay))
@@ -645,7 +653,7 @@ class Log2Backward0(Op):
     save_inputs = (0,)
 
     def forward(self, a):
-        with host.errstate(divide="ignore", invalid="ignore"):
+        with ignore_divide_invalid():
             return xp_of(a).log2(a)
 
     def backward(self, grad):
@@ -660,7 +668,7 @@ class Log10Backward0(Op):
     save_inputs = (0,)
 
     def forward(self, a):
-        with host.errstate(divide="ignore", invalid="ignore"):
+        with ignore_divide_invalid():
             return xp_of(a).log10(a)
 
     def backward(self, grad):
@@ -675,7 +683,7 @@ class Log1PBackward0(Op):
     save_inputs = (0,)
 
     def forward(self, a):
-        with host.errstate(divide="ignore", invalid="ignore"):
+        with ignore_divide_invalid():
             return xp_of(a).log1p(a)
 
     def backward(self, grad):
@@ -690,7 +698,7 @@ class RsqrtBackward0(Op):
     save_output = True
 
     def forward(self, a):
-        with host.errstate(divide="ignore", invalid="ignore"):
+        with ignore_divide_invalid():
             return 1 / xp_of(a).sqrt(a)
 
     def backward(self, grad):
@@ -719,7 +727,7 @@ class AsinBackward0(Op):
     save_inputs = (0,)
 
     def forward(self, a):
-        with host.errstate(invalid="ignore"):
+        with ignore_invalid():
             return xp_of(a).arcsin(a)
 
     def backward(self, grad):
@@ -734,7 +742,7 @@ class AcosBackward0(Op):
     save_inputs = (0,)
 
     def forward(self, a):
-        with host.errstate(invalid="ignore"):
+        with ignore_invalid():
             return xp_of(a).arccos(a)
 
     def backward(self, grad):
@@ -763,7 +771,7 @@ class SinhBackward0(Op):
     save_inputs = (0,)
 
     def forward(self, a):
-        with host.errstate(over="ignore"):
+        with ignore_over():
             return xp_of(a).sinh(a)
 
     def backward(self, grad):
@@ -778,7 +786,7 @@ class CoshBackward0(Op):
     save_inputs = (0,)
 
     def forward(self, a):
-        with host.errstate(over="ignore"):
+        with ignore_over():
             return xp_of(a).cosh(a)
 
     def backward(self, grad):
@@ -807,7 +815,7 @@ class AcoshBackward0(Op):
     save_inputs = (0,)
 
     def forward(self, a):
-        with host.errstate(invalid="ignore"):
+        with ignore_invalid():
             return xp_of(a).arccosh(a)
 
     def backward(self, grad):
@@ -822,7 +830,7 @@ class AtanhBackward0(Op):
     save_inputs = (0,)
 
     def forward(self, a):
-        with host.errstate(divide="ignore", invalid="ignore"):
+        with ignore_divide_invalid():
             return xp_of(a).arctanh(a)
 
     def backward(self, grad):
@@ -843,7 +851,7 @@ class LogitBackward0(Op):
         self.eps = eps
         if eps is not None:
             a = a.clip(eps, 1 - eps)
-        with host.errstate(divide="ignore", invalid="ignore"):
+        with ignore_divide_invalid():
             return xp_of(a).log(a / (1 - a))
 
     def backward(self, grad):
@@ -915,7 +923,7 @@ class SincBackward0(Op):
     def forward(self, a):
         xp = xp_of(a)
         px = a * math.pi
-        with host.errstate(divide="ignore", invalid="ignore"):
+        with ignore_divide_invalid():
             out = xp.sin(px) / px
         return xp.where(a == 0, xp.ones((), a.dtype), out)
 
@@ -1025,7 +1033,7 @@ class RoundBackward1(_Rounding):
 
     def forward(self, a, decimals):
         k = -decimals if decimals < 0 else decimals
-        with host.errstate(over="ignore", invalid="ignore"):
+        with ignore_invalid_over():
             xp = xp_of(a)
             scale = xp.asarray(10.0 ** k if k < 309 else math.inf).astype(a.dtype)  # as torch
             if decimals >= 0:
