@@ -65,7 +65,8 @@ def test_workload_runs_with_ember_alone(name, monkeypatch):
     ("linear", {}),
     ("ops", {"only": ["softmax", "embedding", "topk"]}),
     ("optim_step", {"steps": 2}),
-], ids=["linear", "ops", "optim_step"])
+    ("floors", {}),
+], ids=["linear", "ops", "optim_step", "floors"])
 def test_sweep_runs_with_ember_alone(script, options, monkeypatch):
     """The sweeps outside run_all (no targets): one row per case, each with ember's figure."""
     monkeypatch.setenv("EMBER_BENCH_LIBS", "ember")
