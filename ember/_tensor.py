@@ -100,6 +100,7 @@ def _make(data: ndarray, grad_fn=None) -> Tensor:
     t._view = None
     t._acc = None
     t._extra = None
+    t._meta = None
     if _grad_state.inference:
         t._get_extra().inference = True
     return t
@@ -233,6 +234,12 @@ class Tensor:
 
     ``Tensor(3, 5)`` and ``Tensor([1, 2])`` are torch's legacy constructors (default dtype);
     ``ember.tensor(data)`` is the usual way to make one.
+
+    ``_meta`` caches the shape-and-dtype entry of ``_data`` (``autograd.record.meta_entry``)
+    that recording an op stores for the engine, or is None: an elementwise op's output takes
+    its operands' entry, and an input's is kept once computed, so a chain of such ops never
+    reads an array's shape (``_record1``/``_record2``). Whatever replaces ``_data`` sets it
+    back to None.
     """
 
     __slots__ = (
@@ -243,6 +250,7 @@ class Tensor:
         "_extra",
         "_grad",
         "_grad_fn",
+        "_meta",
         "_output_nr",
         "_requires_grad",
         "_vc",
@@ -528,6 +536,7 @@ class Tensor:
         if not isinstance(value, Tensor):
             raise TypeError(f"data must be a Tensor, got {type(value).__name__}")
         self._data = value._data
+        self._meta = None
 
     def detach(self) -> Tensor:
         """A new tensor sharing storage (and version counter), cut from the graph."""

@@ -2151,3 +2151,63 @@ def test_unbroadcast_sums_alike_with_and_without_create_graph(shape, other):
     plain = ember.autograd.grad(x * y, [y], g)[0]
     recorded = ember.autograd.grad(x * y, [y], g, create_graph=True)[0]
     assert np.array_equal(plain.detach().numpy(), recorded.detach().numpy())
+
+
+# --------------------------------------------------------------------------- Tensor._meta
+
+def _meta_is_true(t) -> bool:
+    """``t._meta`` is None or the entry of its array's shape and dtype."""
+    m = t._meta
+    return m is None or (m[1][0] == t._data.shape and m[1][1] == t._data.dtype
+                         and m[0] == t._data.dtype)
+
+
+_A = ember.randn(3, 4, requires_grad=True)
+_ROW = ember.randn(4, requires_grad=True)
+_COL = ember.randn(3, 1)
+
+
+@pytest.mark.parametrize("expr", [
+    "a.tanh()", "a.exp()", "ember.sin(a)", "a.abs()", "a * a", "a + 2.0", "2.0 - a",
+    "a / a", "a * row", "row * a", "a * col", "a - col", "a ** 2", "a.double() * 2",
+    "a * a.double()", "a.sum()", "a.mm(a.t())", "a.t().mm(a)", "a[0].dot(row)",
+    "ember.matmul(a, row)", "a.reshape(12)", "a[0] * row", "a.relu()",
+    "ember.where(a > 0, a, row)", "ember.atan2(a, row)", "ember.maximum(a, col)",
+    "(a * 1j).abs()", "a.to(ember.bfloat16) * 2",
+], ids=lambda e: e)
+def test_recorded_outputs_cache_their_own_metadata(expr):
+    """The metadata entry an op leaves on its output (an elementwise op's operands') is the
+    output's shape and dtype: chains of ops, products and broadcasts included; and the engine,
+    which reads it back from the nodes, gets torch's gradient shapes."""
+    x = _A.detach().requires_grad_()
+    scope = {"ember": ember, "a": x, "row": _ROW, "col": _COL}
+    y = eval(expr, scope)
+    assert _meta_is_true(y), expr
+    z = (y * y).tanh() + 1.0
+    assert _meta_is_true(z)
+    z.float().sum().backward() if z.dtype != ember.complex64 else z.abs().sum().backward()
+    assert x.grad.shape == x.shape
+
+
+def test_replacing_data_forgets_the_cached_metadata():
+    """``.data =`` (another shape or dtype), an ``out=`` that resizes its tensor and a lazy
+    parameter's materialisation each replace ``_data``: what is recorded next uses the new
+    array's shape and dtype, not the old one's."""
+    x = ember.randn(3, requires_grad=True)
+    (x * 2).sum().backward()
+    assert x._meta is not None and x._meta[1][0] == (3,)
+    x.data = ember.randn(2, 5, dtype=ember.float64)
+    x.grad = None
+    (x * 2).sum().backward()
+    assert x.grad.shape == (2, 5) and x.grad.dtype == ember.float64
+
+    out = ember.zeros(2)
+    (out * 1.0).sum()  # (an op on it, caching nothing: no grad)
+    ember.add(ember.ones(3, 4), 1.0, out=out)
+    out.requires_grad_()
+    (out * out).sum().backward()
+    assert out.grad.shape == (3, 4)
+
+    lazy = ember.nn.LazyLinear(2)
+    lazy(ember.randn(5, 3)).sum().backward()
+    assert lazy.weight.grad.shape == (2, 3)

@@ -236,6 +236,7 @@ class Entry:
         res = self.fwd.fn(*inputs)
         for t, k in self.data_effects:
             t._data = _array(res[k])
+            t._meta = None
         for t, g in self.grad_effects:
             t._grad = g
         for vc, d in self.vc_effects:
@@ -539,6 +540,7 @@ class Compiled:
             return
         for t, orig, _ in cap.ext_tensors.values():
             t._data = orig
+            t._meta = None
         for t, g in cap.grad_reads.values():
             t._grad = g
         for vc, v0 in cap.vcs.values():

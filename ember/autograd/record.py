@@ -105,7 +105,7 @@ def _output(node: Node, data, nr: int) -> Tensor:
     t._requires_grad = True
     t._output_nr = nr
     t._vc = [0]
-    t._grad = t._base = t._view = t._acc = t._extra = None
+    t._grad = t._base = t._view = t._acc = t._extra = t._meta = None
     return t
 
 

@@ -303,7 +303,7 @@ def wrap(value: Tensor, levels: tuple) -> Tensor:
     t._requires_grad = False
     t._output_nr = 0
     t._vc = _VC
-    t._grad = t._base = t._view = t._acc = t._extra = None
+    t._grad = t._base = t._view = t._acc = t._extra = t._meta = None
     return t
 
 

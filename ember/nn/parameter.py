@@ -84,6 +84,7 @@ class UninitializedTensorMixin:
         data = empty(shape, device=device if device is not None else shadow.device,
                      dtype=dtype if dtype is not None else shadow.dtype)
         self._data = data._data
+        self._meta = None
         self.__class__ = self.cls_to_become
 
     @property
@@ -109,6 +110,7 @@ class UninitializedTensorMixin:
     @data.setter
     def data(self, value: Tensor) -> None:
         self._data = _raw_data(value) if is_lazy(value) else value._data
+        self._meta = None
 
     def size(self, dim: int | None = None):
         return self._shadow().size(dim)

@@ -35,7 +35,6 @@ from ..autograd.forward_ad import state as _fw_state
 from ..autograd.grad_mode import state as _grad_state
 from ..autograd.graph import INFERENCE_SAVE_ERROR, Node, _op_name, next_sequence_nr
 from ..autograd.record import (
-    _META,
     NO_EDGE,
     device_mismatch,
     meta_entry,
@@ -242,6 +241,7 @@ def unary_apply(cls, to_float: bool = False):
     complex_ok = cls.complex_ok
     kernel = None if cls.ufunc is None else getattr(host, cls.ufunc)
     rec = cls._rec
+    elementwise = cls.ufunc is not None  # (its output: the input's shape)
 
     def apply(x: Tensor) -> Tensor:
         d = x._data
@@ -257,7 +257,7 @@ def unary_apply(cls, to_float: bool = False):
         if out.dtype.kind == "c" and not complex_ok:
             raise complex_error(cls)
         if x._requires_grad and _grad_state.grad_enabled:
-            result = _record1(node, x, out, rec)
+            result = _record1(node, x, out, rec, elementwise)
         else:
             result = _make(out)
         if _fw_state.active:
@@ -268,19 +268,21 @@ def unary_apply(cls, to_float: bool = False):
     return apply
 
 
-def _record1(node: Op, x: Tensor, out, rec) -> Tensor:
+def _record1(node: Op, x: Tensor, out, rec, elementwise: bool = False) -> Tensor:
     """``record_op`` for one Tensor input (unary ops): straight-line, no loops. ``rec`` is the
-    class's ``_rec`` (see ``_record2``)."""
+    class's ``_rec`` (see ``_record2``); ``elementwise``: the output has the input's shape, so
+    it takes the input's metadata entry when it has its dtype too (``Tensor._meta``)."""
     if x._base is not None:
         _refresh_view(x)
     fn = x._grad_fn
     node.next_functions = ((fn, x._output_nr),) if fn is not None else ((x._accumulator(), 0),)
-    d = x._data
-    shape = d.shape
-    dt = d.dtype
-    entry = _META.get(shape)
-    if entry is None or entry[0] is not dt:
-        entry = meta_entry(shape, dt)
+    # NOTE: reading an array's shape makes a tuple, and looking it up hashes it: ~0.1 µs an
+    # input, about a tenth of a recorded op on small tensors. The entry cached on the tensor
+    # skips both
+    entry = x._meta
+    if entry is None:
+        d = x._data
+        entry = x._meta = meta_entry(d.shape, d.dtype)
     node._in_meta = entry[2]
     node._sequence_nr = next_sequence_nr()
     node._hooks = None
@@ -305,6 +307,7 @@ def _record1(node: Op, x: Tensor, out, rec) -> Tensor:
     t._output_nr = 0
     t._vc = vc = [0]
     t._grad = t._base = t._view = t._acc = t._extra = None
+    t._meta = entry if elementwise and out.dtype is entry[0] else None
     node._saved_out = (out, vc, 0) if save_out else None
     return t
 
@@ -375,6 +378,9 @@ class BinaryOp(Op):
     __slots__ = ()
     int_to_float = False
     scalar_arrays = False
+    # the result has the broadcast shape of the operands (False: the products, whose shapes
+    # are their own): when the operands agree, it takes their metadata entry (Tensor._meta)
+    elementwise = True
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
@@ -388,6 +394,7 @@ def _binary_apply(cls):
 
     scalar_arrays = cls.scalar_arrays
     rec = cls._rec
+    elementwise = cls.elementwise
 
     def apply(a, b, *params) -> Tensor:
         # the common cases first, without promote: two tensors of one floating dtype, or a
@@ -419,7 +426,7 @@ def _binary_apply(cls):
         if type(out) is not ndarray:
             out = as_array(out)
         if (a._requires_grad or (tb and b._requires_grad)) and _grad_state.grad_enabled:
-            result = _record2(node, a, b, True, tb, out, rec)
+            result = _record2(node, a, b, True, tb, out, rec, elementwise)
         else:
             result = _make(out)
         if _fw_state.active:
@@ -481,7 +488,7 @@ def _apply_promoted(cls, node: Op, a, b, ta: bool, tb: bool, params) -> Tensor:
     if low is not None and out.dtype == host.float32:
         out = out.astype(low)
     if ((ta and a._requires_grad) or (tb and b._requires_grad)) and _grad_state.grad_enabled:
-        result = _record2(node, a, b, ta, tb, out, cls._rec)
+        result = _record2(node, a, b, ta, tb, out, cls._rec, cls.elementwise)
     else:
         result = _make(out)
     if _fw_state.active:
@@ -489,21 +496,21 @@ def _apply_promoted(cls, node: Op, a, b, ta: bool, tb: bool, params) -> Tensor:
     return result
 
 
-def _record2(node: Op, a, b, ta: bool, tb: bool, out, rec) -> Tensor:
+def _record2(node: Op, a, b, ta: bool, tb: bool, out, rec,
+             elementwise: bool = False) -> Tensor:
     """``record_op`` for two operands (``ta``/``tb``: which are Tensors): straight-line.
-    ``rec`` is the class's ``_rec``, passed by the caller (read once per class, not per op)."""
+    ``rec`` is the class's ``_rec``, passed by the caller (read once per class, not per op).
+    ``elementwise``: the output has the operands' broadcast shape (see ``_record1``)."""
     if ta:
         if a._base is not None:
             _refresh_view(a)
         fn = a._grad_fn
         ea = (fn, a._output_nr) if fn is not None else (
             (a._accumulator(), 0) if a._requires_grad else NO_EDGE)
-        d = a._data
-        shape = d.shape
-        dt = d.dtype
-        entry = _META.get(shape)
-        if entry is None or entry[0] is not dt:
-            entry = meta_entry(shape, dt)
+        entry = a._meta  # (see _record1)
+        if entry is None:
+            d = a._data
+            entry = a._meta = meta_entry(d.shape, d.dtype)
     else:
         ea = NO_EDGE
     if tb:
@@ -512,13 +519,18 @@ def _record2(node: Op, a, b, ta: bool, tb: bool, out, rec) -> Tensor:
         fn = b._grad_fn
         eb = (fn, b._output_nr) if fn is not None else (
             (b._accumulator(), 0) if b._requires_grad else NO_EDGE)
-        d = b._data
+        other = b._meta
+        if other is None:
+            d = b._data
+            other = b._meta = meta_entry(d.shape, d.dtype)
         if not ta:
-            meta = meta_entry(d.shape, d.dtype)[5]
-        elif d.dtype is dt and d.shape == shape:
+            meta = other[5]
+            entry = other  # (the output's, if elementwise: a number broadcasts to b's shape)
+        elif other is entry or other[1] == entry[1]:
             meta = entry[3]  # the operands agree: one shared pair
         else:
-            meta = (entry[1], meta_entry(d.shape, d.dtype)[1])
+            meta = (entry[1], other[1])
+            entry = None  # (the output's shape is the operands' broadcast one)
     else:
         eb = NO_EDGE
         meta = entry[4]
@@ -555,6 +567,7 @@ def _record2(node: Op, a, b, ta: bool, tb: bool, out, rec) -> Tensor:
     t._output_nr = 0
     t._vc = vc = [0]
     t._grad = t._base = t._view = t._acc = t._extra = None
+    t._meta = entry if elementwise and entry is not None and out.dtype is entry[0] else None
     node._saved_out = (out, vc, 0) if save_out else None
     return t
 
@@ -611,6 +624,7 @@ def write_out(out: Tensor, result: Tensor, name: str | None = None) -> Tensor:
                            "requires grad.")
     if out._data.shape != result._data.shape:
         out._data = xp_of(out._data).empty(result._data.shape, dtype=out._data.dtype)
+        out._meta = None
     _check_cast(out, result._data, "out")
     xp_of(out._data).copyto(out._data, result._data, casting="unsafe")
     out._vc[0] += 1

@@ -58,6 +58,7 @@ class MmBackward0(BinaryOp):
     """
 
     __slots__ = ("flip",)
+    elementwise = False
     save_inputs = (0, 1)
     save_crosswise = True
     complex_ok = True  # (complex: the conjugate transposes, a^H and b^H)
@@ -103,6 +104,7 @@ class MvBackward0(BinaryOp):
     """mv(m, v): d/dm = outer(grad, v), d/dv = m^T @ grad."""
 
     __slots__ = ()
+    elementwise = False
     save_inputs = (0, 1)
     save_crosswise = True
 
@@ -137,6 +139,7 @@ class DotBackward0(BinaryOp):
     """dot(a, b): d/da = grad * b, d/db = grad * a."""
 
     __slots__ = ()
+    elementwise = False
     save_inputs = (0, 1)
     save_crosswise = True
 
@@ -155,6 +158,7 @@ class BmmBackward0(BinaryOp):
     """bmm(a, b): d/da = grad @ b^T, d/db = a^T @ grad, per batch."""
 
     __slots__ = ()
+    elementwise = False
     save_inputs = (0, 1)
     save_crosswise = True
 
@@ -178,6 +182,7 @@ class MatmulBackward0(BinaryOp):
     """
 
     __slots__ = ()
+    elementwise = False
     save_inputs = (0, 1)
     complex_ok = True
 
