@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from .._tensor import Tensor, _make
 from .anomaly_mode import AnomalyMode, capture_trace
-from .graph import INFERENCE_SAVE_ERROR, Node, next_sequence_nr
+from .graph import INFERENCE_SAVE_ERROR, SEQUENCE, Node
 
 _new = object.__new__
 NO_EDGE = (None, 0)
@@ -71,7 +71,7 @@ def link(node: Node, inputs) -> None:
             meta.append(None)
     node.next_functions = tuple(edges)
     node._in_meta = tuple(meta)
-    node._sequence_nr = next_sequence_nr()
+    node._sequence_nr = next(SEQUENCE)
     node._hooks = None
     node._trace = capture_trace() if AnomalyMode.enabled else None
 

@@ -33,7 +33,7 @@ from ..autograd.anomaly_mode import AnomalyMode, capture_trace
 from ..autograd.forward_ad import propagate as _propagate
 from ..autograd.forward_ad import state as _fw_state
 from ..autograd.grad_mode import state as _grad_state
-from ..autograd.graph import INFERENCE_SAVE_ERROR, Node, _op_name, next_sequence_nr
+from ..autograd.graph import INFERENCE_SAVE_ERROR, SEQUENCE, Node, _op_name
 from ..autograd.record import (
     NO_EDGE,
     device_mismatch,
@@ -284,7 +284,7 @@ def _record1(node: Op, x: Tensor, out, rec, elementwise: bool = False) -> Tensor
         d = x._data
         entry = x._meta = meta_entry(d.shape, d.dtype)
     node._in_meta = entry[2]
-    node._sequence_nr = next_sequence_nr()
+    node._sequence_nr = next(SEQUENCE)
     node._hooks = None
     if AnomalyMode.enabled:  # (else ``_trace`` stays unset: its reader takes it as None)
         node._trace = capture_trace()
@@ -544,7 +544,7 @@ def _record2(node: Op, a, b, ta: bool, tb: bool, out, rec,
         meta = entry[4]
     node.next_functions = (ea, eb)
     node._in_meta = meta
-    node._sequence_nr = next_sequence_nr()
+    node._sequence_nr = next(SEQUENCE)
     node._hooks = None
     if AnomalyMode.enabled:  # (else ``_trace`` stays unset: its reader takes it as None)
         node._trace = capture_trace()
