@@ -24,10 +24,9 @@ from ..utils.hooks import HookDict, add_hook
 from .forward_ad import _OUTPUT_TANGENTS, set_tangent
 from .forward_ad import state as _fw_state
 
-# the nodes' creation order. NOTE: the hot paths call ``next(SEQUENCE)``: the builtin ``next``
-# costs ~24 ns a call against ~36 for the bound ``__next__`` wrapper
+# the nodes' creation order: a node's number is ``next(SEQUENCE)`` (NOTE: the builtin ``next``
+# costs ~24 ns a call against ~36 for the bound ``__next__`` wrapper)
 SEQUENCE = itertools.count()
-next_sequence_nr = SEQUENCE.__next__
 
 FREED_MESSAGE = (
     "Trying to backward through the graph a second time (or directly access saved tensors "

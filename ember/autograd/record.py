@@ -64,8 +64,11 @@ def link(node: Node, inputs) -> None:
     for x in inputs:
         if isinstance(x, Tensor):
             edges.append(x._edge())
-            d = x._data
-            meta.append(meta_entry(d.shape, d.dtype)[1])
+            entry = x._meta  # (cached on the tensor: see Tensor's docstring)
+            if entry is None:
+                d = x._data
+                entry = x._meta = meta_entry(d.shape, d.dtype)
+            meta.append(entry[1])
         else:
             edges.append(NO_EDGE)
             meta.append(None)
@@ -73,7 +76,8 @@ def link(node: Node, inputs) -> None:
     node._in_meta = tuple(meta)
     node._sequence_nr = next(SEQUENCE)
     node._hooks = None
-    node._trace = capture_trace() if AnomalyMode.enabled else None
+    if AnomalyMode.enabled:  # (else ``_trace`` stays unset: its reader takes it as None)
+        node._trace = capture_trace()
 
 
 def save(node: Node, tensors: tuple, outputs: tuple = ()) -> None:

@@ -14,7 +14,7 @@ from .._tensor import Tensor, _make, _refresh_view
 from ..autograd.forward_ad import set_tangent, tangent_of
 from ..autograd.forward_ad import state as _fw_state
 from ..autograd.grad_mode import state as _grad_state
-from ..autograd.graph import next_sequence_nr
+from ..autograd.graph import SEQUENCE
 from ._op import Op, _check_cast
 from ._registry import register
 from .shape import replay_view, replay_view_array
@@ -218,7 +218,7 @@ def rebase_view(self: Tensor, node, output_nr: int, absorb: bool = False) -> Non
     # the base's history becomes CopySlices(old base, op) ...
     cs = object.__new__(CopySlices)
     cs.chain = self._view
-    cs._sequence_nr = next_sequence_nr()
+    cs._sequence_nr = next(SEQUENCE)
     cs._hooks = None
     cs._trace = getattr(node, "_trace", None)  # (unset when anomaly mode was off)
     cs._saved = ()
