@@ -27,6 +27,7 @@ from ._backend import (
 from ._backend import dtypes as _dt
 from ._backend import trace as _trace
 from ._backend.device import device, to_device
+from .autograd.grad_mode import set_enabled as _set_enabled
 from .autograd.grad_mode import state as _grad_state
 from .utils.hooks import HookDict, add_hook
 
@@ -125,11 +126,11 @@ def _refresh_view(t: Tensor) -> None:
     if fn is base_fn:
         return
     prev = _grad_state.grad_enabled
-    _grad_state.grad_enabled = True
+    _set_enabled(True)
     try:
         fresh = t._base._replay_view(chain)  # bound from ops/shape.py by the op registry
     finally:
-        _grad_state.grad_enabled = prev
+        _set_enabled(prev)
     t._grad_fn = fresh._grad_fn
     t._output_nr = fresh._output_nr
     t._requires_grad = fresh._requires_grad

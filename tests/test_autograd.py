@@ -890,6 +890,73 @@ def test_backward_in_a_thread(torch):
     check(torch, program)
 
 
+def _records(x) -> tuple:
+    """Whether each of the op paths that test the grad mode themselves records on ``x``."""
+    return ((x * 2).requires_grad, (2 * x).requires_grad, x.tanh().requires_grad,
+            ember.tanh(x).requires_grad, ember.add(x, x, alpha=2).requires_grad,
+            (x.double() * x).requires_grad)
+
+
+def test_grad_mode_of_one_thread_leaves_the_others_recording():
+    """Ops test a process-wide flag first (grad_mode.recording) and the thread's own mode
+    only when some thread has recording off: each thread still sees its own mode."""
+    from ember.autograd.grad_mode import recording
+    x = ember.tensor(X3, requires_grad=True)
+    entered, release, seen = threading.Event(), threading.Event(), {}
+
+    def worker():
+        with ember.no_grad():
+            seen["worker"] = _records(x)
+            entered.set()
+            release.wait(10)
+        seen["worker after"] = _records(x)
+
+    th = threading.Thread(target=worker)
+    th.start()
+    entered.wait(10)
+    seen["main"] = _records(x)
+    off_while_held = (recording.on, recording.off)
+    with ember.inference_mode():
+        seen["main inference"] = _records(x)
+    release.set()
+    th.join()
+    assert seen == {"worker": (False,) * 6, "main": (True,) * 6,
+                    "main inference": (False,) * 6, "worker after": (True,) * 6}
+    assert off_while_held == (False, 1)
+    assert (recording.on, recording.off) == (True, 0)
+
+
+def test_a_thread_ending_with_grad_off_leaves_the_others_recording():
+    from ember.autograd.grad_mode import recording
+    x = ember.tensor(X3, requires_grad=True)
+    th = threading.Thread(target=lambda: ember.set_grad_enabled(False))
+    th.start()
+    th.join()
+    try:
+        assert not recording.on  # (its thread's state is gone: ops read their own)
+        assert _records(x) == (True,) * 6
+        with ember.no_grad():
+            assert _records(x) == (False,) * 6
+        assert _records(x) == (True,) * 6
+    finally:
+        with ember.autograd.grad_mode._lock:  # forget the ended thread for the later tests
+            recording.off -= 1
+            recording.on = recording.off == 0
+    assert recording.on
+
+
+def test_backward_restores_the_recording_flag(torch):
+    from ember.autograd.grad_mode import recording
+    x = ember.tensor(X3, requires_grad=True)
+    seen = []
+    y = (x * 2).sum()
+    y.grad_fn.register_hook(lambda gi, go: seen.append((recording.on, ember.is_grad_enabled())))
+    y.backward()
+    (x * 3).sum().backward(create_graph=True)
+    assert seen == [(False, False)]
+    assert recording.on and _records(x) == (True,) * 6
+
+
 # --------------------------------------------------------------------------- detach and .data
 def test_detach_shares_memory_and_version(torch):
     def program(lib):

@@ -24,6 +24,7 @@ from .._backend.sums import sum_arrays
 from .._tensor import Tensor
 from .anomaly_mode import AnomalyMode, report_forward_trace
 from .forward_ad import state as _fw_state
+from .grad_mode import set_enabled as _set_enabled
 from .grad_mode import state as _grad_state
 from .graph import (
     AccumulateGrad,
@@ -160,7 +161,8 @@ def run_backward(outputs: list[Tensor], grads: list[Tensor], keep_graph: bool,
     # profiler times nodes that way)
     direct = Node.run_raw is _RUN_RAW
     prev_mode = (_grad_state.grad_mode, _grad_state.grad_enabled)
-    _grad_state.grad_mode = _grad_state.grad_enabled = create_graph
+    _grad_state.grad_mode = create_graph
+    _set_enabled(create_graph)
     callbacks: list = []
     _final_callbacks.append(callbacks)
     try:
@@ -279,7 +281,8 @@ def run_backward(outputs: list[Tensor], grads: list[Tensor], keep_graph: bool,
             i += 1
     finally:
         _final_callbacks.pop()
-        _grad_state.grad_mode, _grad_state.grad_enabled = prev_mode
+        _grad_state.grad_mode = prev_mode[0]
+        _set_enabled(prev_mode[1])
     return captured
 
 

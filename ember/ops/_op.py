@@ -32,6 +32,7 @@ from .._tensor import Tensor, _make, _refresh_view
 from ..autograd.anomaly_mode import AnomalyMode, capture_trace
 from ..autograd.forward_ad import propagate as _propagate
 from ..autograd.forward_ad import state as _fw_state
+from ..autograd.grad_mode import recording as _recording
 from ..autograd.grad_mode import state as _grad_state
 from ..autograd.graph import INFERENCE_SAVE_ERROR, SEQUENCE, Node, _op_name
 from ..autograd.record import (
@@ -137,7 +138,7 @@ class Op(Node):
         if out.dtype.kind == "c" and not cls.complex_ok:
             raise complex_error(cls)
         result = None
-        if _grad_state.grad_enabled:
+        if _recording.on or _grad_state.grad_enabled:
             for x in inputs:
                 if isinstance(x, Tensor) and x._requires_grad:
                     result = record_op(node, inputs, out)
@@ -212,7 +213,7 @@ def apply1(cls, x: Tensor, *params) -> Tensor:
         out = as_array(out)
     if out.dtype.kind == "c" and not cls.complex_ok:
         raise complex_error(cls)
-    if x._requires_grad and _grad_state.grad_enabled:
+    if x._requires_grad and (_recording.on or _grad_state.grad_enabled):
         result = _record1(node, x, out, cls._rec)
     else:
         result = _make(out)
@@ -256,7 +257,7 @@ def unary_apply(cls, to_float: bool = False):
             out = as_array(out)
         if not complex_ok and out.dtype.kind == "c":
             raise complex_error(cls)
-        if x._requires_grad and _grad_state.grad_enabled:
+        if x._requires_grad and (_recording.on or _grad_state.grad_enabled):
             result = _record1(node, x, out, rec, elementwise)
         else:
             result = _make(out)
@@ -266,6 +267,53 @@ def unary_apply(cls, to_float: bool = False):
 
     apply.__qualname__ = f"{cls.__name__}.apply1"
     return apply
+
+
+# an argument not given (``unary_function``'s input and its other spellings)
+MISSING = object()
+
+
+def unary_function(cls, name: str, resolve, write_out, to_float: bool = False):
+    """``torch.<name>(input, *, out=None)`` for ``cls``: ``unary_apply``'s apply as a public
+    function, which also takes torch's ``x=``/``a=``/``x1=`` spellings of ``input``.
+
+    ``resolve(name, input, x, a, x1)`` returns the input tensor when it is not given as a
+    Tensor in the first place, or raises torch's TypeError; ``write_out(result, out)`` is
+    ``out=``. NOTE: the body repeats ``unary_apply``'s apply rather than calling it: the call
+    and a wrapper's checks cost ~0.18 µs of ~1.75 per ``torch.tanh(t)`` (a third of the ops
+    of benchmarks/overhead.py's chain). The op table checks that both forms agree."""
+    complex_ok = cls.complex_ok
+    kernel = None if cls.ufunc is None else getattr(host, cls.ufunc)
+    rec = cls._rec
+    elementwise = cls.ufunc is not None
+
+    def fn(input: Tensor = MISSING, *, out=None, x=MISSING, a=MISSING,
+           x1=MISSING) -> Tensor:
+        if type(input) is not Tensor or x is not MISSING or a is not MISSING or \
+                x1 is not MISSING:
+            input = resolve(name, input, x, a, x1)
+        d = input._data
+        if to_float:
+            kind = d.dtype.kind
+            if kind not in FLOAT_KINDS and kind != "c":
+                input = _make(d.astype(_dt.get_default_dtype().np))
+                d = input._data
+        node = cls()
+        result = kernel(d) if kernel is not None and type(d) is ndarray else node.forward(d)
+        if type(result) is not ndarray:
+            result = as_array(result)
+        if not complex_ok and result.dtype.kind == "c":
+            raise complex_error(cls)
+        if input._requires_grad and (_recording.on or _grad_state.grad_enabled):
+            result = _record1(node, input, result, rec, elementwise)
+        else:
+            result = _make(result)
+        if _fw_state.active:
+            _propagate(node, (input,), result, ())
+        return result if out is None else write_out(result, out)
+
+    fn.__name__ = fn.__qualname__ = name
+    return fn
 
 
 def _record1(node: Op, x: Tensor, out, rec, elementwise: bool = False) -> Tensor:
@@ -433,7 +481,8 @@ def _binary_apply(cls):
             raise err from None
         if type(out) is not ndarray:
             out = as_array(out)
-        if (a._requires_grad or (tb and b._requires_grad)) and _grad_state.grad_enabled:
+        if (a._requires_grad or (tb and b._requires_grad)) and \
+                (_recording.on or _grad_state.grad_enabled):
             result = _record2(node, a, b, True, tb, out, rec, elementwise)
         else:
             result = _make(out)
@@ -495,7 +544,8 @@ def _apply_promoted(cls, node: Op, a, b, ta: bool, tb: bool, params) -> Tensor:
         raise complex_error(cls)
     if low is not None and out.dtype == host.float32:
         out = out.astype(low)
-    if ((ta and a._requires_grad) or (tb and b._requires_grad)) and _grad_state.grad_enabled:
+    if ((ta and a._requires_grad) or (tb and b._requires_grad)) and \
+            (_recording.on or _grad_state.grad_enabled):
         result = _record2(node, a, b, ta, tb, out, cls._rec, cls.elementwise)
     else:
         result = _make(out)
