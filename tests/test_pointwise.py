@@ -193,3 +193,56 @@ def test_round_decimals_follows_torch(values, decimals):
     got = ember.round(ember.from_numpy(x), decimals=decimals).cpu().numpy()
     want = torch.round(torch.from_numpy(x), decimals=decimals).cpu().numpy()
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+# ------------------------------------------- unary float functions: function and method forms
+# ``ember.tanh`` and its siblings run the op inline (``ops/_op.py``'s ``unary_function``), apart
+# from ``Tensor.tanh`` (``unary_apply``): the two bodies must stay the same op
+_UNARY_FUNCTIONS = sorted(
+    n for n in dir(ember) if getattr(getattr(ember, n), "__code__", None) is ember.tanh.__code__)
+
+
+def test_the_unary_functions_are_found():
+    assert {"exp", "log", "sqrt", "tanh", "sigmoid", "erf", "acosh"} <= set(_UNARY_FUNCTIONS)
+
+
+def _unary_input(name: str, dtype=np.float32):
+    values = np.linspace(1.25, 2.5, 12) if name == "acosh" else np.linspace(0.05, 0.95, 12)
+    return values.reshape(3, 4).astype(dtype)
+
+
+@pytest.mark.parametrize("name", _UNARY_FUNCTIONS)
+def test_unary_function_and_method_forms_agree(name):
+    results = []
+    for form in ("function", "method", "keyword", "parameter"):
+        x = ember.tensor(_unary_input(name), requires_grad=True)
+        if form == "function":
+            y = getattr(ember, name)(x)
+        elif form == "method":
+            y = getattr(x, name)()
+        elif form == "keyword":
+            y = getattr(ember, name)(input=x)
+        else:
+            x = ember.nn.Parameter(x.detach())
+            y = getattr(ember, name)(x)
+        (y * y).sum().backward()
+        results.append((y.detach().numpy(), y.dtype, type(y.grad_fn).__name__, x.grad.numpy()))
+    first = results[0]
+    for other in results[1:]:
+        np.testing.assert_array_equal(other[0], first[0])
+        assert other[1:3] == first[1:3]
+        np.testing.assert_array_equal(other[3], first[3])
+
+
+@pytest.mark.parametrize("name", _UNARY_FUNCTIONS)
+def test_unary_function_and_method_forms_agree_without_grad(name):
+    ints = ember.tensor(np.array([[1, 2], [2, 1]]))
+    assert getattr(ember, name)(ints).dtype == getattr(ints, name)().dtype == ember.float32
+    x = ember.tensor(_unary_input(name, np.float64))
+    out = ember.empty(3, 4, dtype=ember.float64)
+    result = getattr(ember, name)(x, out=out)
+    assert result is out
+    np.testing.assert_array_equal(out.numpy(), getattr(x, name)().numpy())
+    with ember.no_grad():
+        y = getattr(ember, name)(ember.tensor(_unary_input(name), requires_grad=True))
+    assert y.grad_fn is None and not y.requires_grad

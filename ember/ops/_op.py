@@ -238,7 +238,8 @@ def unary_apply(cls, to_float: bool = False):
     not a class argument), fit to be the op's method form itself. With ``to_float``, an
     integer or bool input is computed in the default float dtype, as torch's unary float ops
     do. NOTE: one frame less than ``apply1`` behind a wrapper (~0.16 µs of ~1.1 µs for
-    ``x.tanh()``); it must stay equivalent to ``apply1``, which the op table checks."""
+    ``x.tanh()``); it must stay equivalent to ``apply1``, which the op table checks, and to
+    ``unary_function``, which repeats its body (tests/test_pointwise.py checks both forms)."""
     complex_ok = cls.complex_ok
     kernel = None if cls.ufunc is None else getattr(host, cls.ufunc)
     rec = cls._rec
@@ -277,11 +278,12 @@ def unary_function(cls, name: str, resolve, write_out, to_float: bool = False):
     """``torch.<name>(input, *, out=None)`` for ``cls``: ``unary_apply``'s apply as a public
     function, which also takes torch's ``x=``/``a=``/``x1=`` spellings of ``input``.
 
-    ``resolve(name, input, x, a, x1)`` returns the input tensor when it is not given as a
-    Tensor in the first place, or raises torch's TypeError; ``write_out(result, out)`` is
+    ``resolve(name, input, x, a, x1)``, called unless ``input`` is a plain Tensor and no other
+    spelling is given, returns the input tensor or raises torch's TypeError; ``write_out(result, out)`` is
     ``out=``. NOTE: the body repeats ``unary_apply``'s apply rather than calling it: the call
     and a wrapper's checks cost ~0.18 µs of ~1.75 per ``torch.tanh(t)`` (a third of the ops
-    of benchmarks/overhead.py's chain). The op table checks that both forms agree."""
+    of benchmarks/overhead.py's chain). tests/test_pointwise.py checks that both forms
+    agree."""
     complex_ok = cls.complex_ok
     kernel = None if cls.ufunc is None else getattr(host, cls.ufunc)
     rec = cls._rec
