@@ -898,15 +898,18 @@ def _records(x) -> tuple:
 
 
 def test_grad_mode_of_one_thread_leaves_the_others_recording():
-    """Ops test a process-wide flag first (grad_mode.recording) and the thread's own mode
-    only when some thread has recording off: each thread still sees its own mode."""
-    from ember.autograd.grad_mode import recording
+    """Ops test a process-wide list first (grad_mode.threads_off, one entry per thread with
+    recording off) and the thread's own mode only when it is not empty: each thread still
+    sees its own mode."""
+    from ember.autograd.grad_mode import threads_off
     x = ember.tensor(X3, requires_grad=True)
     entered, release, seen = threading.Event(), threading.Event(), {}
 
     def worker():
         with ember.no_grad():
             seen["worker"] = _records(x)
+            with ember.no_grad(), ember.inference_mode():  # (nested: still one entry)
+                seen["worker nested"] = len(threads_off)
             entered.set()
             release.wait(10)
         seen["worker after"] = _records(x)
@@ -915,46 +918,46 @@ def test_grad_mode_of_one_thread_leaves_the_others_recording():
     th.start()
     entered.wait(10)
     seen["main"] = _records(x)
-    off_while_held = (recording.on, recording.off)
+    held = len(threads_off)
     with ember.inference_mode():
         seen["main inference"] = _records(x)
+        both = len(threads_off)
     release.set()
     th.join()
-    assert seen == {"worker": (False,) * 6, "main": (True,) * 6,
+    assert seen == {"worker": (False,) * 6, "worker nested": 1, "main": (True,) * 6,
                     "main inference": (False,) * 6, "worker after": (True,) * 6}
-    assert off_while_held == (False, 1)
-    assert (recording.on, recording.off) == (True, 0)
+    assert (held, both, len(threads_off)) == (1, 2, 0)
 
 
 def test_a_thread_ending_with_grad_off_leaves_the_others_recording():
-    from ember.autograd.grad_mode import recording
+    from ember.autograd.grad_mode import threads_off
     x = ember.tensor(X3, requires_grad=True)
     th = threading.Thread(target=lambda: ember.set_grad_enabled(False))
     th.start()
     th.join()
     try:
-        assert not recording.on  # (its thread's state is gone: ops read their own)
+        assert threads_off  # (its thread's state is gone: ops read their own)
         assert _records(x) == (True,) * 6
         with ember.no_grad():
             assert _records(x) == (False,) * 6
+            assert len(threads_off) == 2
         assert _records(x) == (True,) * 6
     finally:
-        with ember.autograd.grad_mode._lock:  # forget the ended thread for the later tests
-            recording.off -= 1
-            recording.on = recording.off == 0
-    assert recording.on
+        threads_off.pop()  # forget the ended thread for the later tests
+    assert not threads_off
 
 
-def test_backward_restores_the_recording_flag(torch):
-    from ember.autograd.grad_mode import recording
+def test_backward_restores_the_recording_flag():
+    from ember.autograd.grad_mode import threads_off
     x = ember.tensor(X3, requires_grad=True)
     seen = []
     y = (x * 2).sum()
-    y.grad_fn.register_hook(lambda gi, go: seen.append((recording.on, ember.is_grad_enabled())))
+    y.grad_fn.register_hook(lambda gi, go: seen.append((len(threads_off),
+                                                        ember.is_grad_enabled())))
     y.backward()
     (x * 3).sum().backward(create_graph=True)
-    assert seen == [(False, False)]
-    assert recording.on and _records(x) == (True,) * 6
+    assert seen == [(1, False)]
+    assert not threads_off and _records(x) == (True,) * 6
 
 
 # --------------------------------------------------------------------------- detach and .data

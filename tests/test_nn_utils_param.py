@@ -107,6 +107,16 @@ def test_weight_norm_hook_errors():
                                                ("Conv2d", (2, 3, 3), (2, 2, 5, 5)),
                                                ("ConvTranspose2d", (3, 2, 3), (2, 3, 4, 4))])
 def test_spectral_norm_hook_matches_torch(kind, args, shape):
+    # torch's global generator draws the layer's weights and the power iteration's start: fixed
+    # here, not left to whatever the tests before this one drew (in float32 ~1% of random
+    # layers end 3 SGD steps of power iteration ~1.5e-6 apart from torch, past atol 1e-6), and
+    # given back as it was to the tests after it
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        _check_spectral_norm_hook(kind, args, shape)
+
+
+def _check_spectral_norm_hook(kind, args, shape):
     m, tm = _pair(kind, *args)
     nn.utils.spectral_norm(m, n_power_iterations=2)
     torch.nn.utils.spectral_norm(tm, n_power_iterations=2)

@@ -23,34 +23,28 @@ class _GradState(threading.local):
 state = _GradState()
 
 
-class _Recording:
-    """Process-wide: ``on`` is True while no thread has recording off, ``off`` counts those
-    that have. An op tests ``recording.on or state.grad_enabled``, so while every thread
-    records (training outside ``no_grad``) it reads one slot instead of its thread's state.
-    NOTE: a ``threading.local`` read costs ~42 ns against ~10 for a slot, ~2% of a recorded
-    small op (benchmarks/overhead.py). A thread that ends with recording off leaves ``off``
-    raised: ops then read their thread's state, as correct and as fast as before."""
-
-    __slots__ = ("off", "on")
-
-    def __init__(self) -> None:
-        self.on = True
-        self.off = 0
-
-
-recording = _Recording()
-_lock = threading.Lock()
+# One entry per thread whose ops do not record (``grad_enabled`` False). An op tests
+# ``not threads_off or state.grad_enabled``: while every thread records (training outside
+# ``no_grad``) that is one read of a module list's length instead of its thread's state.
+# NOTE: a ``threading.local`` read costs ~42 ns against ~10, ~2% of a recorded small op
+# (benchmarks/overhead.py). ``append`` and ``pop`` are single, atomic operations on the list, so
+# it needs no lock: each thread adds an entry when it turns recording off and takes one when
+# it turns it back on. A thread that ends with recording off leaves its entry: ops then read
+# their own thread's state, as correct and as fast as before. Mutated in place, never rebound.
+threads_off: list = []
 
 
 def set_enabled(enabled: bool) -> None:
-    """Set whether ops record in this thread (``state.grad_enabled``), keeping ``recording``
+    """Set whether ops record in this thread (``state.grad_enabled``), keeping ``threads_off``
     right. Every change of ``grad_enabled`` goes through here."""
-    enabled = bool(enabled)
-    if enabled != state.grad_enabled:
-        with _lock:
-            recording.off += -1 if enabled else 1
-            recording.on = recording.off == 0
-        state.grad_enabled = enabled
+    local = state
+    if enabled:
+        if not local.grad_enabled:
+            local.grad_enabled = True
+            threads_off.pop()
+    elif local.grad_enabled:
+        threads_off.append(None)
+        local.grad_enabled = False
 
 
 def _set_grad_mode(mode: bool) -> None:

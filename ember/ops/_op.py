@@ -32,8 +32,8 @@ from .._tensor import Tensor, _make, _refresh_view
 from ..autograd.anomaly_mode import AnomalyMode, capture_trace
 from ..autograd.forward_ad import propagate as _propagate
 from ..autograd.forward_ad import state as _fw_state
-from ..autograd.grad_mode import recording as _recording
 from ..autograd.grad_mode import state as _grad_state
+from ..autograd.grad_mode import threads_off as _threads_off
 from ..autograd.graph import INFERENCE_SAVE_ERROR, SEQUENCE, Node, _op_name
 from ..autograd.record import (
     NO_EDGE,
@@ -138,7 +138,7 @@ class Op(Node):
         if out.dtype.kind == "c" and not cls.complex_ok:
             raise complex_error(cls)
         result = None
-        if _recording.on or _grad_state.grad_enabled:
+        if not _threads_off or _grad_state.grad_enabled:
             for x in inputs:
                 if isinstance(x, Tensor) and x._requires_grad:
                     result = record_op(node, inputs, out)
@@ -213,7 +213,7 @@ def apply1(cls, x: Tensor, *params) -> Tensor:
         out = as_array(out)
     if out.dtype.kind == "c" and not cls.complex_ok:
         raise complex_error(cls)
-    if x._requires_grad and (_recording.on or _grad_state.grad_enabled):
+    if x._requires_grad and (not _threads_off or _grad_state.grad_enabled):
         result = _record1(node, x, out, cls._rec)
     else:
         result = _make(out)
@@ -258,7 +258,7 @@ def unary_apply(cls, to_float: bool = False):
             out = as_array(out)
         if not complex_ok and out.dtype.kind == "c":
             raise complex_error(cls)
-        if x._requires_grad and (_recording.on or _grad_state.grad_enabled):
+        if x._requires_grad and (not _threads_off or _grad_state.grad_enabled):
             result = _record1(node, x, out, rec, elementwise)
         else:
             result = _make(out)
@@ -306,7 +306,7 @@ def unary_function(cls, name: str, resolve, write_out, to_float: bool = False):
             result = as_array(result)
         if not complex_ok and result.dtype.kind == "c":
             raise complex_error(cls)
-        if input._requires_grad and (_recording.on or _grad_state.grad_enabled):
+        if input._requires_grad and (not _threads_off or _grad_state.grad_enabled):
             result = _record1(node, input, result, rec, elementwise)
         else:
             result = _make(result)
@@ -484,7 +484,7 @@ def _binary_apply(cls):
         if type(out) is not ndarray:
             out = as_array(out)
         if (a._requires_grad or (tb and b._requires_grad)) and \
-                (_recording.on or _grad_state.grad_enabled):
+                (not _threads_off or _grad_state.grad_enabled):
             result = _record2(node, a, b, True, tb, out, rec, elementwise)
         else:
             result = _make(out)
@@ -547,7 +547,7 @@ def _apply_promoted(cls, node: Op, a, b, ta: bool, tb: bool, params) -> Tensor:
     if low is not None and out.dtype == host.float32:
         out = out.astype(low)
     if ((ta and a._requires_grad) or (tb and b._requires_grad)) and \
-            (_recording.on or _grad_state.grad_enabled):
+            (not _threads_off or _grad_state.grad_enabled):
         result = _record2(node, a, b, ta, tb, out, cls._rec, cls.elementwise)
     else:
         result = _make(out)
