@@ -279,11 +279,11 @@ def unary_function(cls, name: str, resolve, write_out, to_float: bool = False):
     function, which also takes torch's ``x=``/``a=``/``x1=`` spellings of ``input``.
 
     ``resolve(name, input, x, a, x1)``, called unless ``input`` is a plain Tensor and no other
-    spelling is given, returns the input tensor or raises torch's TypeError; ``write_out(result, out)`` is
-    ``out=``. NOTE: the body repeats ``unary_apply``'s apply rather than calling it: the call
-    and a wrapper's checks cost ~0.18 µs of ~1.75 per ``torch.tanh(t)`` (a third of the ops
-    of benchmarks/overhead.py's chain). tests/test_pointwise.py checks that both forms
-    agree."""
+    spelling is given, returns the input tensor or raises torch's TypeError;
+    ``write_out(result, out)`` is ``out=``. NOTE: the body repeats ``unary_apply``'s apply
+    rather than calling it: the call and a wrapper's checks cost ~0.18 µs of ~1.75 per
+    ``torch.tanh(t)`` (a third of the ops of benchmarks/overhead.py's chain).
+    tests/test_pointwise.py checks that both forms agree."""
     complex_ok = cls.complex_ok
     kernel = None if cls.ufunc is None else getattr(host, cls.ufunc)
     rec = cls._rec
