@@ -947,6 +947,18 @@ def test_a_thread_ending_with_grad_off_leaves_the_others_recording():
     assert not threads_off
 
 
+def test_turning_recording_on_with_no_entry_left_does_not_fail():
+    """``grad_enabled`` set around ``set_enabled`` (not by ember): turning it on again works."""
+    from ember.autograd.grad_mode import state, threads_off
+    x = ember.tensor(X3, requires_grad=True)
+    state.grad_enabled = False
+    try:
+        assert not threads_off and _records(x) == (True,) * 6  # (the list is tested first)
+    finally:
+        ember.set_grad_enabled(True)
+    assert state.grad_enabled and not threads_off and _records(x) == (True,) * 6
+
+
 def test_backward_restores_the_recording_flag():
     from ember.autograd.grad_mode import threads_off
     x = ember.tensor(X3, requires_grad=True)

@@ -41,7 +41,8 @@ def set_enabled(enabled: bool) -> None:
     if enabled:
         if not local.grad_enabled:
             local.grad_enabled = True
-            threads_off.pop()
+            if threads_off:  # (empty only if something set ``grad_enabled`` around this)
+                threads_off.pop()
     elif local.grad_enabled:
         threads_off.append(None)
         local.grad_enabled = False
