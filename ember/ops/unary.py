@@ -1083,9 +1083,6 @@ def _inplace_only(cls, name: str):
 # -------------------------------------------------------------------------------- public functions
 
 
-_MISSING = MISSING
-
-
 def _float_unary(cls, name: str, **registration):
     """Register a unary math function of a floating result (integer inputs give the default
     float): ``ember.<name>`` (``unary_function``: torch's ``x=``/``a=``/``x1=`` spellings of
@@ -1101,7 +1098,7 @@ def _float_unary(cls, name: str, **registration):
 def _resolve_input(name: str, input, x, a, x1) -> Tensor:
     """``unary_function``'s input given other than as one Tensor positionally: by one of
     torch's other spellings, or not a Tensor (torch's TypeError)."""
-    if input is _MISSING or x is not _MISSING or a is not _MISSING or x1 is not _MISSING:
+    if input is MISSING or x is not MISSING or a is not MISSING or x1 is not MISSING:
         input = keyword_input(name, input, x=x, a=a, x1=x1)
     return _check_tensor(input, name)
 
@@ -1110,8 +1107,8 @@ def keyword_input(name: str, input, **aliases):
     """``input`` given by one of torch's spellings of it, or torch's TypeError (torch names
     the spelling before the last; with two spellings as parameters the call's order is not
     known here, so the first of x, a, x1)."""
-    given = [k for k, v in aliases.items() if v is not _MISSING]
-    if input is not _MISSING and given or len(given) > 1:
+    given = [k for k, v in aliases.items() if v is not MISSING]
+    if input is not MISSING and given or len(given) > 1:
         raise TypeError(f"{name}() got an unexpected keyword argument '{given[0]}'")
     if not given:
         raise TypeError(f"{name}() missing 1 required positional argument: 'input'")
